@@ -1,0 +1,20 @@
+# Two commands do everything on a fresh machine: `make demo` and `make test`.
+SHELL := /bin/bash
+ENV := scripts/ros_env.sh
+
+.PHONY: setup demo test bench clean
+
+setup:
+	@scripts/setup_env.sh
+
+demo: setup
+	@$(ENV) react-ros demo umi
+
+test: setup
+	@$(ENV) python -m pytest -q test
+
+bench: setup
+	@$(ENV) python bench/bench_umi.py
+
+clean:
+	rm -rf .venv build install log .pytest_cache

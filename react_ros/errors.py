@@ -1,0 +1,25 @@
+"""One small error hierarchy; the CLI prints these as one line and exits 2."""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class ReactRosError(Exception):
+    """Anything the user can fix: bad input, bad options, an output in the way."""
+
+
+class DatasetFormatError(ReactRosError):
+    """A file of the episode is missing, corrupt or disagrees with its format document."""
+
+    def __init__(self, path: Path | str, detail: str) -> None:
+        self.path = Path(path)
+        self.detail = detail
+        super().__init__(f'{path}: {detail}')
+
+
+class FrameSyncError(DatasetFormatError):
+    """Video frames and the records that point at them do not line up."""
+
+
+class SinkError(ReactRosError):
+    """An output cannot be written (exists already, not writable)."""

@@ -1,0 +1,63 @@
+"""Named, lazily produced streams of time-stamped messages, and their merge.
+
+An adapter describes an episode as a list of Streams. Nothing is read until a
+sink iterates one; each iteration starts from the beginning, so a sink may open
+the same stream twice (the bag writer and `info` do) without caching it.
+"""
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
+
+
+class Role(Enum):
+    """Who publishes a stream live."""
+
+    DATA = 'data'
+    # What robot_state_publisher derives from the URDF and /joint_states:
+    # written into bags so they are self-contained, but left to the real (or our
+    # drop-in) robot_state_publisher during live playback.
+    ROBOT_STATE = 'robot_state'
+
+
+@dataclass(frozen=True)
+class Stream:
+    """One topic of an episode.
+
+    `open()` yields (t_ns, msg) with t_ns non-decreasing; t_ns is the message's
+    header stamp where it has one, else the time of the sample it describes.
+    """
+
+    topic: str
+    msg_type: str  # 'sensor_msgs/msg/Image'
+    open: Callable[[], Iterator[tuple[int, Any]]]
+    latched: bool = False  # reliable + transient local, depth 1
+    role: Role = Role.DATA
+    count: int | None = None  # known without reading, for `info` and progress
+    heavy: bool = False  # decodes video: sinks read it ahead on a worker thread
+    approx_bytes: int = 0  # size of one message, for read-ahead budgets
+    meta: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+class Event(NamedTuple):
+    t_ns: int
+    stream_idx: int
+    seq: int
+    msg: Any
+
+
+def _events(idx: int, it: Iterable[tuple[int, Any]]) -> Iterator[Event]:
+    for seq, (t_ns, msg) in enumerate(it):
+        yield Event(t_ns, idx, seq, msg)
+
+
+def merge(iterators: Sequence[Iterable[tuple[int, Any]]]) -> Iterator[Event]:
+    """Merge per-stream iterators in stamp order.
+
+    Ties break on stream index then sequence, so live and bag runs emit equal
+    stamps in the same order.
+    """
+    return heapq.merge(*(_events(i, it) for i, it in enumerate(iterators)),
+                       key=lambda e: (e.t_ns, e.stream_idx, e.seq))
