@@ -5,14 +5,18 @@ bytes, like mcap's own reader which knows no encodings.
 """
 from __future__ import annotations
 
+import io
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import IO, Iterable, Iterator
 
+from mcap.data_stream import ReadDataStream
 from mcap.exceptions import McapError
-from mcap.reader import make_reader
-from mcap.records import Channel
+from mcap.reader import McapReader, make_reader
+from mcap.records import Channel, Chunk, ChunkIndex, Message, Schema
+from mcap.stream_reader import breakup_chunk
+from mcap.summary import Summary
 
 from react_ros.errors import DatasetFormatError
 
@@ -66,7 +70,7 @@ class McapBag:
             raise DatasetFormatError(self.path, f'not a readable MCAP file ({exc})') from None
 
     @staticmethod
-    def _info(ch: Channel, schemas: dict, counts: dict[int, int]) -> ChannelInfo:
+    def _info(ch: Channel, schemas: dict[int, Schema], counts: dict[int, int]) -> ChannelInfo:
         schema = schemas.get(ch.schema_id)
         return ChannelInfo(topic=ch.topic, schema_name=schema.name if schema else '',
                            encoding=ch.message_encoding, count=counts.get(ch.id, 0),
@@ -79,20 +83,68 @@ class McapBag:
         return next((c for c in self._channels if c.topic == topic), None)
 
     def messages(self, topics: Iterable[str] | None = None) -> Iterator[RawMessage]:
-        """Messages in log-time order (ties in file order), CRCs checked."""
-        wanted = list(topics) if topics is not None else None
+        """Messages in log-time order (ties in file order), chunk CRCs checked.
+
+        The mcap package orders messages through a heap of Python objects,
+        which dominated opening an episode; here each run of chunks whose time
+        ranges overlap is sorted at once (C-speed sort, same order as mcap's).
+        """
+        wanted = set(topics) if topics is not None else None
         try:
             with self.path.open('rb') as f:
-                reader = make_reader(f, validate_crcs=True)
-                for schema, channel, message in reader.iter_messages(topics=wanted,
-                                                                     log_time_order=True):
-                    yield RawMessage(topic=channel.topic,
-                                     schema_name=schema.name if schema else '',
-                                     encoding=channel.message_encoding,
-                                     data=message.data,
-                                     log_time_ns=message.log_time,
-                                     publish_time_ns=message.publish_time)
+                reader = make_reader(f)
+                summary = reader.get_summary()
+                if summary is None:
+                    raise DatasetFormatError(self.path, 'MCAP file has no summary section')
+                ids = {cid for cid, ch in summary.channels.items()
+                       if wanted is None or ch.topic in wanted}
+                if not summary.chunk_indexes:  # unchunked file: mcap's linear reader
+                    yield from self._unindexed(reader, wanted)
+                    return
+                for run in _overlapping_runs(summary.chunk_indexes, ids):
+                    yield from self._run(f, summary, run, ids)
         except FileNotFoundError:
             raise DatasetFormatError(self.path, 'file is missing') from None
         except _PARSE_ERRORS as exc:
             raise DatasetFormatError(self.path, f'MCAP data is corrupt ({exc})') from None
+
+    @staticmethod
+    def _unindexed(reader: McapReader, wanted: set[str] | None) -> Iterator[RawMessage]:
+        for schema, ch, m in reader.iter_messages(topics=wanted, log_time_order=True):
+            yield RawMessage(topic=ch.topic, schema_name=schema.name if schema else '',
+                             encoding=ch.message_encoding, data=m.data,
+                             log_time_ns=m.log_time, publish_time_ns=m.publish_time)
+
+    def _run(self, f: IO[bytes], summary: Summary, run: list[ChunkIndex],
+             ids: set[int]) -> Iterator[RawMessage]:
+        found: list[tuple[int, int, int, Message]] = []
+        for ci in run:
+            f.seek(ci.chunk_start_offset + 1 + 8, io.SEEK_SET)
+            chunk = Chunk.read(ReadDataStream(f))
+            for i, rec in enumerate(breakup_chunk(chunk, validate_crc=True)):
+                if isinstance(rec, Message) and rec.channel_id in ids:
+                    found.append((rec.log_time, ci.chunk_start_offset, i, rec))
+        found.sort(key=lambda e: e[:3])
+        for _, _, _, m in found:
+            ch = summary.channels[m.channel_id]
+            schema = summary.schemas.get(ch.schema_id)
+            yield RawMessage(topic=ch.topic, schema_name=schema.name if schema else '',
+                             encoding=ch.message_encoding, data=m.data,
+                             log_time_ns=m.log_time, publish_time_ns=m.publish_time)
+
+
+def _overlapping_runs(indexes: Iterable[ChunkIndex],
+                      ids: set[int]) -> Iterator[list[ChunkIndex]]:
+    """Chunks holding wanted channels, grouped where their time ranges overlap."""
+    todo = sorted((ci for ci in indexes if ids & set(ci.message_index_offsets)),
+                  key=lambda ci: (ci.message_start_time, ci.chunk_start_offset))
+    run: list[ChunkIndex] = []
+    end = -1
+    for ci in todo:
+        if run and ci.message_start_time > end:
+            yield run
+            run = []
+        run.append(ci)
+        end = max(end, ci.message_end_time)
+    if run:
+        yield run

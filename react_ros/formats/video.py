@@ -61,12 +61,37 @@ def probe(path: Path | str) -> VideoInfo:
     try:
         stream = container.streams.video[0]
         ctx = stream.codec_context
-        count = stream.frames or _count_packets(container, path)
+        if stream.frames:
+            count = stream.frames
+            _check_tail(container, path)
+        else:
+            count = _count_packets(container, path)
         if count == 0 or not ctx.width or not ctx.height:
             raise DatasetFormatError(path, 'video has no frames')
         return VideoInfo(path, count, ctx.width, ctx.height, ctx.name)
     finally:
         container.close()
+
+
+def _check_tail(container: av.container.InputContainer, path: Path) -> None:
+    """Read the last GOP's packets: a file cut short (its index at the front,
+    as with mp4 faststart) still states the full count but ends early."""
+    stream = container.streams.video[0]
+    if not stream.duration or not stream.frames:
+        return
+    start = stream.start_time or 0
+    end = start + stream.duration
+    try:
+        container.seek(end, stream=stream, backward=True)
+        last = max((p.pts for p in container.demux(stream) if p.size and p.pts is not None),
+                   default=None)
+    except _AV_ERRORS as exc:
+        raise DatasetFormatError(path, f'video is corrupt ({_why(exc)})') from None
+    # The last frame starts about one frame before the stated end; allow a few
+    # frames of slack for a variable frame rate.
+    slack = 4 * stream.duration // stream.frames
+    if last is None or last < end - slack:
+        raise DatasetFormatError(path, 'video is truncated: its last frames are missing')
 
 
 def _count_packets(container: av.container.InputContainer, path: Path) -> int:

@@ -28,6 +28,6 @@ def rgb_image(frame: np.ndarray, t_ns: int, frame_id: str) -> Image:
     msg.is_bigendian = 0
     msg.step = msg.width * 3
     data = array.array('B')
-    data.frombytes(np.ascontiguousarray(frame).reshape(-1))
+    data.frombytes(np.ascontiguousarray(frame).data.cast('B'))
     msg.data = data
     return msg

@@ -1,0 +1,215 @@
+"""UMI playback benchmark: the player against its decode and publish limits, side by side.
+
+One run, one machine, one UMI sample episode at the dataset's own 1920x1200:
+  decode   the three videos decoded together on three threads, no ROS (frames/s);
+  publish  1920x1200 rgb8 Images published as fast as possible to one subscriber
+           in another process (Images/s);
+  player   the real player at a rate it cannot keep up with, the same subscriber
+           attached to the three image topics: images/s and real-time factor,
+           at full resolution and at --image-scale 0.5;
+  1.0x     the player at real time: p50/p99 lateness against scheduled wall time;
+  memory   the player's peak RSS (a subprocess) on an episode and one twice as long.
+Run it with `make bench` (it needs the DDS environment of scripts/ros_env.sh).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+CAMS = ('left', 'center', 'right')
+IMAGE_TOPICS = [f'/{c}/image_raw' for c in CAMS]
+
+
+def log(msg: str) -> None:
+    print(f'[bench] {msg}', file=sys.stderr, flush=True)
+
+
+def sample(cache: Path, duration: float) -> Path:
+    from react_ros.samples.umi import write_umi_sample
+    ep = cache / f'umi_1920x1200_{duration:g}s'
+    if not (ep / 'data' / 'episode.mcap').exists():
+        log(f'writing a {duration:g} s 1920x1200 UMI sample to {ep}')
+        write_umi_sample(ep, seed=1, duration_s=duration, width=1920, height=1200)
+    return ep
+
+
+def videos(ep: Path) -> list[Path]:
+    return [ep / 'data' / f'{c}.perception_interface.camera.state.mp4' for c in CAMS]
+
+
+def decode_limit(ep: Path, scale: float) -> float:
+    """Frames/s decoding the three videos at once, one thread each, as the player does."""
+    from react_ros.formats.video import decode_rgb
+    counts = [0, 0, 0]
+
+    def work(i: int, path: Path) -> None:
+        for _ in decode_rgb(path, scale):
+            counts[i] += 1
+
+    threads = [threading.Thread(target=work, args=(i, p)) for i, p in enumerate(videos(ep))]
+    t = time.perf_counter()
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    return sum(counts) / (time.perf_counter() - t)
+
+
+class Subscriber:
+    """bench/image_subscriber.py in its own process."""
+
+    def __init__(self, topics: list[str]) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, str(ROOT / 'bench' / 'image_subscriber.py'), *topics, '--idle', '600'],
+            stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        if self.proc.stdout.readline().strip() != 'ready':
+            raise RuntimeError('subscriber did not start')
+        time.sleep(1.0)  # discovery
+
+    def stop(self) -> dict[str, int]:
+        self.proc.send_signal(2)
+        out, _ = self.proc.communicate(timeout=30)
+        return json.loads(out.strip().splitlines()[-1])
+
+
+def publish_limit(ep: Path, n: int) -> tuple[float, int]:
+    """Images/s publishing pre-built 1920x1200 rgb8 Images to one subscriber."""
+    import rclpy
+    from rclpy.context import Context
+    from sensor_msgs.msg import Image
+
+    from react_ros.formats.video import decode_rgb
+    from react_ros.ros.image import rgb_image
+    from react_ros.ros.qos import DEFAULT
+
+    frame = next(iter(decode_rgb(videos(ep)[0])))
+    sub = Subscriber(['/bench/image'])
+    ctx = Context()
+    rclpy.init(args=[], context=ctx)
+    node = rclpy.create_node('bench_publisher', context=ctx)
+    pub = node.create_publisher(Image, '/bench/image', DEFAULT)
+    deadline = time.monotonic() + 10
+    while pub.get_subscription_count() == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    msgs = [rgb_image(frame, i, 'cam') for i in range(4)]
+    t = time.perf_counter()
+    for i in range(n):
+        pub.publish(msgs[i % 4])
+    rate = n / (time.perf_counter() - t)
+    time.sleep(1.0)
+    node.destroy_node()
+    rclpy.shutdown(context=ctx)
+    received = sub.stop()['/bench/image']
+    return rate, received
+
+
+def run_player(ep: Path, scale: float, rate: float, record: bool = False) -> dict:
+    from react_ros.adapters import EpisodeOptions, open_episode
+    from react_ros.sinks.live import Player, PlayOptions
+
+    episode = open_episode(ep, 'umi', EpisodeOptions(image_scale=scale))
+    sub = Subscriber(IMAGE_TOPICS)
+    player = Player(episode, PlayOptions(rate=rate, quiet=True, keyboard=False,
+                                         record_lateness=record))
+    t = time.perf_counter()
+    player.run()
+    wall = time.perf_counter() - t
+    stats = player.stats()
+    received = sub.stop()
+    images = sum(stats.topics[tp].count for tp in IMAGE_TOPICS)
+    out = {'wall_s': wall, 'images': images, 'images_per_s': images / wall,
+           'rtf': episode.duration_ns / 1e9 / wall, 'received': sum(received.values()),
+           'failed': stats.failed}
+    if record:
+        late = np.asarray(player.lateness_ns(), dtype=np.float64) / 1e6
+        out['late_p50_ms'] = float(np.percentile(late, 50))
+        out['late_p99_ms'] = float(np.percentile(late, 99))
+    return out
+
+
+def peak_rss_mb(ep: Path) -> float:
+    """Peak RSS of `react-ros play` (a child process) on this episode, at a high rate."""
+    env = dict(os.environ)
+    proc = subprocess.Popen([sys.executable, '-m', 'react_ros.cli', 'play', str(ep), '--rate', '50',
+                             '--quiet', '--no-state-publisher'], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError('player failed')
+    return usage.ru_maxrss / 1024.0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--duration', type=float, default=6.0, help='episode length (s)')
+    ap.add_argument('--cache', type=Path, default=Path(os.environ.get(
+        'XDG_CACHE_HOME', Path.home() / '.cache')) / 'react_ros' / 'bench')
+    args = ap.parse_args()
+    ep = sample(args.cache, args.duration)
+    ep_long = sample(args.cache, 2 * args.duration)
+
+    log('decode limit')
+    dec_full = decode_limit(ep, 1.0)
+    dec_half = decode_limit(ep, 0.5)
+    log('publish limit')
+    pub_full, pub_received = publish_limit(ep, 300)
+    log('player, full resolution, as fast as it goes')
+    p_full = run_player(ep, 1.0, 100.0)
+    log('player, --image-scale 0.5, as fast as it goes')
+    p_half = run_player(ep, 0.5, 100.0)
+    log('player at 1.0x')
+    rt_full = run_player(ep, 1.0, 1.0, record=True)
+    rt_half = run_player(ep, 0.5, 1.0, record=True)
+    log('peak memory')
+    rss = peak_rss_mb(ep)
+    rss_long = peak_rss_mb(ep_long)
+
+    combined = 1.0 / (1.0 / dec_full + 1.0 / pub_full)
+    need = 180.0  # 3 cameras x ~60 fps
+    rows = [
+        ('decode only, 3 videos together, 1920x1200', f'{dec_full:.0f} frames/s', ''),
+        ('decode only, 3 videos together, scaled 0.5', f'{dec_half:.0f} frames/s', ''),
+        ('publish only, 1920x1200 rgb8, 1 subscriber', f'{pub_full:.0f} Images/s',
+         f'{pub_received} of 300 received'),
+        ('limit 1/(1/decode + 1/publish), 1920x1200', f'{combined:.0f} Images/s', ''),
+        ('player, 1920x1200, as fast as it goes', f'{p_full["images_per_s"]:.0f} Images/s',
+         f'{p_full["images_per_s"] / combined:.0%} of the limit; RTF {p_full["rtf"]:.2f}'),
+        ('player, --image-scale 0.5, as fast as it goes', f'{p_half["images_per_s"]:.0f} Images/s',
+         f'{p_half["images_per_s"] / dec_half:.0%} of decode; RTF {p_half["rtf"]:.2f}'),
+        ('player at 1.0x, 1920x1200', f'RTF {rt_full["rtf"]:.2f}',
+         f'lateness p50 {rt_full["late_p50_ms"]:.1f} ms, p99 {rt_full["late_p99_ms"]:.1f} ms'),
+        ('player at 1.0x, --image-scale 0.5', f'RTF {rt_half["rtf"]:.2f}',
+         f'lateness p50 {rt_half["late_p50_ms"]:.1f} ms, p99 {rt_half["late_p99_ms"]:.1f} ms'),
+        (f'player peak RSS, {args.duration:g} s episode', f'{rss:.0f} MB', ''),
+        (f'player peak RSS, {2 * args.duration:g} s episode', f'{rss_long:.0f} MB',
+         f'{rss_long / rss:.2f}x for 2x the length'),
+    ]
+    print(f'UMI benchmark: {args.duration:g} s episode, real time needs {need:.0f} Images/s, '
+          f'{os.cpu_count()} cores')
+    print('| measurement | figure | ratio / note |')
+    print('|---|---|---|')
+    for r in rows:
+        print(f'| {r[0]} | {r[1]} | {r[2]} |')
+    checks = [
+        ('player at 0.5 >= 85% of decode-only', p_half['images_per_s'] >= 0.85 * dec_half),
+        ('player at full >= 85% of 1/(1/decode+1/publish)',
+         p_full['images_per_s'] >= 0.85 * combined),
+        ('peak memory does not grow with episode length', rss_long <= 1.15 * rss),
+    ]
+    for name, ok in checks:
+        print(f'{"PASS" if ok else "FAIL"}: {name}')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

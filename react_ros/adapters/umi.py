@@ -1,0 +1,466 @@
+"""UMI gripper episodes: one MCAP of poses/grippers/frame pointers + three mp4 videos.
+
+Frame n of a camera is the n-th DiagnosticStatus on its camera/state topic in
+log-time order, stamped with that pointer's `header.stamp` value (never n/60:
+the videos are variable frame rate).
+"""
+from __future__ import annotations
+
+import heapq
+import json
+import math
+import struct
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Callable, ClassVar, Iterable, Iterator, Sequence
+
+import numpy as np
+import yaml
+from rclpy.serialization import deserialize_message
+from std_msgs.msg import String
+
+from react_ros.adapters.base import Episode, EpisodeOptions
+from react_ros.errors import DatasetFormatError, FrameSyncError
+from react_ros.formats import video
+from react_ros.formats.mcap_bag import McapBag, RawMessage
+from react_ros.formats.urdf import parse_urdf
+from react_ros.ros.camera_info import camera_info
+from react_ros.ros.image import rgb_image
+from react_ros.ros.msgs import message_class
+from react_ros.ros.robot_state import robot_state_streams
+from react_ros.ros.tf import tf_message, transform_stamped
+from react_ros.streams import Stream
+
+CAMERA_TOPIC = '/{}/perception_interface/camera/state'
+GRIPPER_TOPIC = '/{}/perception_interface/gripper/state'
+CAMERA_INFO = 'meta/sensor/{}.metadata_interface.camera_info.meta.yaml'
+URDF = 'meta/scene/robot_description.urdf'
+
+
+@lru_cache(maxsize=1)
+def load_config() -> dict[str, Any]:
+    """config/umi.yaml, shipped as package data (pip) and in share/ (colcon)."""
+    text = resources.files('react_ros').joinpath('config/umi.yaml').read_text()
+    config: dict[str, Any] = yaml.safe_load(text)
+    return config
+
+
+def _yaml(path: Path, required: bool = True) -> Any:
+    if not path.is_file():
+        if required:
+            raise DatasetFormatError(path, 'file is missing')
+        return None
+    try:
+        return yaml.safe_load(path.read_text())
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise DatasetFormatError(path, f'not valid YAML ({exc})'.replace('\n', ' ')) from None
+
+
+def _has_header(msg_type: str) -> bool:
+    """Whether the type starts with a std_msgs/Header (its stamp is then CDR bytes 4..12)."""
+    cls: Any = message_class(msg_type)
+    fields: dict[str, str] = cls.get_fields_and_field_types()
+    first = next(iter(fields.items()), ('', ''))
+    return first == ('header', 'std_msgs/Header')
+
+
+def _cdr_stamp(data: bytes) -> int:
+    # 4-byte encapsulation header (byte 1: 0 big-, 1 little-endian), then
+    # Header.stamp as int32 sec + uint32 nanosec: read without deserialising.
+    sec, nsec = struct.unpack_from('<iI' if data[1] & 1 else '>iI', data, 4)
+    return int(sec) * 1_000_000_000 + int(nsec)
+
+
+class _Cdr:
+    """Just enough of a CDR reader for the fields open() checks on every message.
+
+    rclpy's deserialisation of every pose and frame pointer was half the time
+    of opening an episode; these two layouts are fixed by their .msg files.
+    """
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.end = '<' if data[1] & 1 else '>'
+        self.pos = 0  # relative to the end of the 4-byte encapsulation header
+
+    def _align(self, n: int) -> None:
+        self.pos += -self.pos % n
+
+    def u32(self) -> int:
+        self._align(4)
+        (v,) = struct.unpack_from(self.end + 'I', self.data, 4 + self.pos)
+        self.pos += 4
+        return int(v)
+
+    def string(self) -> str:
+        n = self.u32()
+        raw = self.data[4 + self.pos:4 + self.pos + n]
+        if len(raw) != n:
+            raise struct.error('string runs past the end of the message')
+        self.pos += n
+        return raw.rstrip(b'\0').decode('utf-8', 'replace')
+
+    def doubles(self, n: int) -> tuple[float, ...]:
+        self._align(8)
+        values = struct.unpack_from(self.end + 'd' * n, self.data, 4 + self.pos)
+        self.pos += 8 * n
+        return tuple(float(v) for v in values)
+
+    def pose_stamped(self) -> tuple[float, ...]:
+        """x, y, z, qx, qy, qz, qw of a geometry_msgs/PoseStamped."""
+        self.pos = 8  # header.stamp
+        self.string()  # header.frame_id
+        return self.doubles(7)
+
+    def diagnostic_values(self) -> dict[str, str]:
+        """key -> value of a diagnostic_msgs/DiagnosticStatus."""
+        self.pos = 1  # level (byte)
+        for _ in range(3):  # name, message, hardware_id
+            self.string()
+        return {self.string(): self.string() for _ in range(self.u32())}
+
+
+def _in_order(items: Iterable[Any], stamps: np.ndarray) -> Iterator[tuple[int, Any]]:
+    """Yield (stamp, item) sorted by stamp, where items come in recorded order.
+
+    Stamps are known up front, so an item is released as soon as no later item
+    can be stamped before it: memory holds only the out-of-order stretches
+    (none for well-behaved recordings).
+    """
+    n = len(stamps)
+    suffix_min = np.minimum.accumulate(stamps[::-1])[::-1] if n else stamps
+    heap: list[tuple[int, int, Any]] = []
+    for i, item in enumerate(items):
+        if i >= n:
+            break
+        heapq.heappush(heap, (int(stamps[i]), i, item))
+        nxt = int(suffix_min[i + 1]) if i + 1 < n else None
+        while heap and (nxt is None or heap[0][0] <= nxt):
+            t, _, it = heapq.heappop(heap)
+            yield t, it
+    while heap:
+        t, _, it = heapq.heappop(heap)
+        yield t, it
+
+
+@dataclass
+class _Camera:
+    name: str
+    video: video.VideoInfo
+    stamps: np.ndarray  # header.stamp of each pointer, in log-time order
+    meta: dict[str, Any]
+
+
+class UmiAdapter:
+    kind: ClassVar[str] = 'umi'
+
+    @classmethod
+    def probe(cls, path: Path) -> bool:
+        try:
+            path = Path(path)
+            return (path / 'data' / 'episode.mcap').is_file() and (path / 'meta').is_dir()
+        except (OSError, ValueError):
+            return False
+
+    def __init__(self, path: Path, options: EpisodeOptions) -> None:
+        self.root = Path(path)
+        self.options = options
+        self.config = load_config()
+        self.warnings: list[str] = []
+
+    # -- validation, all before any stream exists ----------------------------------------
+    def open(self) -> Episode:
+        if not self.probe(self.root):
+            raise DatasetFormatError(self.root, 'not a UMI episode folder '
+                                     '(needs data/episode.mcap and meta/)')
+        if self.options.image_scale <= 0 or not math.isfinite(self.options.image_scale):
+            raise DatasetFormatError(self.root, f'image scale must be positive, got '
+                                     f'{self.options.image_scale}')
+        self.bag = McapBag(self.root / 'data' / 'episode.mcap')
+        self.types = {c.topic: c.schema_name for c in self.bag.channels()}
+        for c in self.bag.channels():
+            if c.encoding != 'cdr':
+                raise DatasetFormatError(self.bag.path, f'topic {c.topic} is encoded '
+                                         f'{c.encoding!r}, expected cdr')
+            try:
+                message_class(c.schema_name)
+            except (ImportError, AttributeError, ValueError):
+                raise DatasetFormatError(self.bag.path, f'topic {c.topic} has a type this '
+                                         f'ROS 2 install does not know: {c.schema_name!r}'
+                                         ) from None
+        self._scan()
+        self.cameras = [self._camera(cam) for cam in self.config['cameras']]
+        urdf_path = self.root / URDF
+        if not urdf_path.is_file():
+            raise DatasetFormatError(urdf_path, 'file is missing')
+        try:
+            self.urdf = urdf_path.read_text()
+        except UnicodeDecodeError:
+            raise DatasetFormatError(urdf_path, 'URDF is not UTF-8 text') from None
+        self._check_urdf(parse_urdf(self.urdf, urdf_path))
+        annotations = self._annotations()
+
+        joint_states = self._joint_states()
+        streams = [*self._recorded(), self._tf(), joint_states]
+        for cam in self.cameras:
+            streams += [self._images(cam), self._camera_infos(cam)]
+        streams.append(annotations)
+        times = [t for t in (self.t_min, self.t_max) if t is not None]
+        times += [int(cam.stamps[i]) for cam in self.cameras for i in (0, -1) if len(cam.stamps)]
+        times += [t for t, _ in self._annotation_items]
+        if not times:
+            raise DatasetFormatError(self.bag.path, 'episode holds no messages')
+        start_ns, end_ns = min(times), max(times)
+        streams += robot_state_streams(self.urdf, joint_states, start_ns, urdf_path)
+        return Episode(kind=self.kind, path=self.root, start_ns=start_ns, end_ns=end_ns,
+                       streams=streams, urdf=self.urdf, warnings=self.warnings)
+
+    def _check_urdf(self, robot: Any) -> None:
+        """Warn where the data names frames or joints the URDF lacks (TF would break)."""
+        frames = set(self.config['pose_frames'].values())
+        frames |= {f'{c}_color_optical_frame' for c in self.config['cameras']}
+        missing = sorted(frames - set(robot.links))
+        if missing:
+            self.warnings.append(f'{URDF}: no link for frame(s) {", ".join(missing)}')
+        joints = sorted(set(self.config['joint_names'].values()) - set(robot.joints))
+        if joints:
+            self.warnings.append(f'{URDF}: no joint(s) {", ".join(joints)} for /joint_states')
+
+    def _scan(self) -> None:
+        """One pass over the MCAP: every message's time, poses and pointers decoded.
+
+        The bag is small (no images); what is learnt here lets each stream know
+        its count and order without reading again, and lets a damaged file fail
+        now rather than halfway through a conversion.
+        """
+        headered = {t: _has_header(ty) for t, ty in self.types.items()}
+        pose_topics = set(self.config['pose_frames'])
+        pointer_topics = {CAMERA_TOPIC.format(c) for c in self.config['cameras']}
+        topics: list[str] = []
+        stamps: list[int] = []
+        self.pointers: dict[str, list[int]] = {t: [] for t in pointer_topics}
+        self.bad_pose: set[int] = set()  # indices (in the scan) of unpublishable poses
+        bad_counts: dict[str, int] = {}
+        max_err = float(self.config.get('max_quaternion_norm_error', 0.01))
+        for i, raw in enumerate(self.bag.messages()):
+            topics.append(raw.topic)
+            try:
+                t = _cdr_stamp(raw.data) if headered[raw.topic] else raw.log_time_ns
+                if raw.topic in pose_topics:
+                    if not _values_ok(self._cdr(raw).pose_stamped(), max_err):
+                        self.bad_pose.add(i)
+                        bad_counts[raw.topic] = bad_counts.get(raw.topic, 0) + 1
+                elif raw.topic in pointer_topics:
+                    self.pointers[raw.topic].append(self._pointer_stamp(raw))
+            except (struct.error, IndexError):
+                raise DatasetFormatError(self.bag.path, f'message {i} on {raw.topic} is '
+                                         'truncated') from None
+            stamps.append(t)
+        self.scan_topics = np.array(topics, dtype=object)
+        self.scan_stamps = np.array(stamps, dtype=np.int64)
+        self.t_min = int(self.scan_stamps.min()) if stamps else None
+        self.t_max = int(self.scan_stamps.max()) if stamps else None
+        for topic, n in sorted(bad_counts.items()):
+            self.warnings.append(f'{topic}: {n} pose(s) with NaN or a non-unit quaternion '
+                                 'not published on /tf')
+
+    def _decode(self, raw: RawMessage) -> Any:
+        try:
+            return deserialize_message(raw.data, message_class(raw.schema_name))
+        except Exception as exc:  # rclpy raises plain RuntimeError-likes for bad CDR
+            raise DatasetFormatError(self.bag.path, f'a {raw.schema_name} message on '
+                                     f'{raw.topic} does not deserialise ({exc})') from None
+
+    def _cdr(self, raw: RawMessage) -> _Cdr:
+        expected = {'geometry_msgs/msg/PoseStamped', 'diagnostic_msgs/msg/DiagnosticStatus'}
+        if raw.schema_name not in expected:
+            raise DatasetFormatError(self.bag.path, f'{raw.topic} is {raw.schema_name!r}, '
+                                     f'the format document says {" or ".join(expected)}')
+        return _Cdr(raw.data)
+
+    def _pointer_stamp(self, raw: RawMessage) -> int:
+        values = self._cdr(raw).diagnostic_values()
+        try:
+            return int(values['header.stamp'])
+        except (KeyError, ValueError):
+            raise DatasetFormatError(self.bag.path, f'frame pointer on {raw.topic} at log '
+                                     f'time {raw.log_time_ns} has no integer header.stamp '
+                                     'value') from None
+
+    def _camera(self, cam: str) -> _Camera:
+        topic = CAMERA_TOPIC.format(cam)
+        if topic not in self.types:
+            raise DatasetFormatError(self.bag.path, f'no frame pointer topic {topic}')
+        path = self.root / 'data' / f'{cam}.perception_interface.camera.state.mp4'
+        info = video.probe(path)
+        stamps = np.array(self.pointers[topic], dtype=np.int64)
+        if info.frame_count != len(stamps):
+            raise FrameSyncError(path, f'{info.frame_count} frames in the video but '
+                                 f'{len(stamps)} frame pointers on {topic}')
+        meta_path = self.root / CAMERA_INFO.format(cam)
+        meta = _yaml(meta_path)
+        missing = [k for k in ('width', 'height', 'k')
+                   if not isinstance(meta, dict) or k not in meta]
+        if missing:
+            raise DatasetFormatError(meta_path, f'camera info lacks {", ".join(missing)}')
+        if len(meta['k']) != 9 or len(meta.get('d') or []) not in (0, 4, 5, 8, 12, 14):
+            raise DatasetFormatError(meta_path, 'camera info k must hold 9 numbers and d '
+                                     '4, 5, 8, 12 or 14')
+        return _Camera(cam, info, stamps, meta)
+
+    def _annotations(self) -> Stream:
+        system = self.root / 'meta' / 'system'
+        items: list[tuple[int, str]] = []
+        ann = _yaml(system / 'annotation.yaml', required=False) or {}
+        for e in _entries(ann, 'annotations', system / 'annotation.yaml'):
+            t = _time_ns(e.get('time'), system / 'annotation.yaml')
+            items.append((t, json.dumps({'type': 'label', 'label': str(e.get('annotation')),
+                                         'time_ns': t, 'source': 'annotation.yaml'})))
+        flags = _yaml(system / 'flag.yaml', required=False) or {}
+        for e in _entries(flags, 'flags', system / 'flag.yaml'):
+            t = _time_ns(e.get('time'), system / 'flag.yaml')
+            items.append((t, json.dumps({'type': 'flag', 'reason': str(e.get('reason')),
+                                         'time_ns': t, 'source': 'flag.yaml'})))
+        items.sort(key=lambda x: x[0])
+        self._annotation_items = items
+
+        def gen() -> Iterator[tuple[int, Any]]:
+            for t, text in items:
+                yield t, String(data=text)
+        return Stream('/annotations', 'std_msgs/msg/String', gen, count=len(items),
+                      approx_bytes=200)
+
+    # -- streams --------------------------------------------------------------------------
+    def _scan_mask(self, topics: Sequence[str]) -> np.ndarray:
+        return np.isin(self.scan_topics, list(topics))
+
+    def _ordered_raw(self, topics: Sequence[str]
+                     ) -> Callable[[], Iterator[tuple[int, RawMessage]]]:
+        mask = self._scan_mask(topics)
+        stamps = self.scan_stamps[mask]
+        bag = self.bag
+
+        def gen() -> Iterator[tuple[int, RawMessage]]:
+            return _in_order(bag.messages(topics), stamps)
+        return gen
+
+    def _recorded(self) -> list[Stream]:
+        streams = []
+        for topic, msg_type in sorted(self.types.items()):
+            raw_iter = self._ordered_raw([topic])
+            cls = message_class(msg_type)
+
+            def gen(raw_iter: Callable[..., Iterator[tuple[int, RawMessage]]] = raw_iter,
+                    cls: type = cls) -> Iterator[tuple[int, Any]]:
+                for t, raw in raw_iter():
+                    yield t, deserialize_message(raw.data, cls)
+            n = int(self._scan_mask([topic]).sum())
+            streams.append(Stream(topic, msg_type, gen, count=n, approx_bytes=300))
+        return streams
+
+    def _tf(self) -> Stream:
+        frames: dict[str, str] = self.config['pose_frames']
+        topics = [t for t in frames if t in self.types]
+        mask = self._scan_mask(topics)
+        keep = mask.copy()
+        keep[list(self.bad_pose)] = False
+        stamps = self.scan_stamps[keep]
+        bag = self.bag
+        max_err = float(self.config.get('max_quaternion_norm_error', 0.01))
+
+        def gen() -> Iterator[tuple[int, Any]]:
+            def good() -> Iterator[Any]:
+                # The same scan order as _scan, so its indices mark the bad poses.
+                for raw in bag.messages(topics):
+                    msg: Any = deserialize_message(raw.data, message_class(raw.schema_name))
+                    if _pose_ok(msg.pose, max_err):
+                        yield raw.topic, msg
+            for t, (topic, msg) in _in_order(good(), stamps):
+                p, q = msg.pose.position, msg.pose.orientation
+                yield t, tf_message([transform_stamped(
+                    msg.header.frame_id, frames[topic], t, (p.x, p.y, p.z),
+                    (q.x, q.y, q.z, q.w))])
+        return Stream('/tf', 'tf2_msgs/msg/TFMessage', gen, count=int(keep.sum()),
+                      approx_bytes=150)
+
+    def _joint_states(self) -> Stream:
+        names: dict[str, str] = self.config['joint_names']
+        topics = [t for t in (GRIPPER_TOPIC.format('left'), GRIPPER_TOPIC.format('right'))
+                  if t in self.types]
+        raw_iter = self._ordered_raw(topics)
+
+        def gen() -> Iterator[tuple[int, Any]]:
+            for t, raw in raw_iter():
+                msg: Any = deserialize_message(raw.data, message_class(raw.schema_name))
+                msg.name = [names.get(n, n) for n in msg.name]
+                yield t, msg
+        return Stream('/joint_states', 'sensor_msgs/msg/JointState', gen,
+                      count=int(self._scan_mask(topics).sum()), approx_bytes=100)
+
+    def _size(self, cam: _Camera) -> tuple[int, int]:
+        return video.scaled_size(cam.video.width, cam.video.height, self.options.image_scale)
+
+    def _images(self, cam: _Camera) -> Stream:
+        frame_id = f'{cam.name}_color_optical_frame'
+        scale = self.options.image_scale
+        w, h = self._size(cam)
+
+        def gen() -> Iterator[tuple[int, Any]]:
+            frames = video.decode_rgb(cam.video.path, scale, expected_frames=len(cam.stamps))
+            for t, frame in _in_order(frames, cam.stamps):
+                yield t, rgb_image(frame, t, frame_id)
+        return Stream(f'/{cam.name}/image_raw', 'sensor_msgs/msg/Image', gen,
+                      count=len(cam.stamps), heavy=True, approx_bytes=w * h * 3 + 200,
+                      meta={'video': str(cam.video.path)})
+
+    def _camera_infos(self, cam: _Camera) -> Stream:
+        frame_id = f'{cam.name}_color_optical_frame'
+        size = self._size(cam)
+        template = camera_info(cam.meta, 0, frame_id, size=size)
+        order = np.argsort(cam.stamps, kind='stable')
+
+        def gen() -> Iterator[tuple[int, Any]]:
+            for i in order:
+                t = int(cam.stamps[i])
+                msg = camera_info(cam.meta, t, frame_id, size=size)
+                yield t, msg
+        return Stream(f'/{cam.name}/camera_info', 'sensor_msgs/msg/CameraInfo', gen,
+                      count=len(cam.stamps), approx_bytes=len(str(template)))
+
+
+def _pose_ok(pose: Any, max_err: float) -> bool:
+    p, q = pose.position, pose.orientation
+    return _values_ok((p.x, p.y, p.z, q.x, q.y, q.z, q.w), max_err)
+
+
+def _values_ok(xyz_xyzw: Sequence[float], max_err: float) -> bool:
+    if not all(math.isfinite(v) for v in xyz_xyzw):
+        return False
+    return abs(math.sqrt(sum(v * v for v in xyz_xyzw[3:])) - 1.0) <= max_err
+
+
+def _entries(doc: Any, key: str, path: Path) -> list[dict[str, Any]]:
+    if doc is None:
+        return []
+    if not isinstance(doc, dict):
+        raise DatasetFormatError(path, f'expected a mapping with {key!r}')
+    entries = doc.get(key)
+    if entries is None:  # '~' when the episode has none
+        return []
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise DatasetFormatError(path, f'{key!r} must be a list of {{time, ...}} entries')
+    return entries
+
+
+def _time_ns(value: Any, path: Path) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise DatasetFormatError(path, f'time {value!r} is not a number')
+    # The document says ns since epoch; a value this small can only be seconds.
+    if abs(value) < 1e11:
+        return int(round(value * 1e9))
+    return int(value)
+
+
+__all__ = ['UmiAdapter', 'load_config']

@@ -1,0 +1,61 @@
+"""`react-ros play` / `demo`: the live player plus, where the episode has a robot,
+react_ros's drop-in robot_state_publisher in its own process."""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from react_ros.adapters.base import Episode
+from react_ros.ros.state_publisher import start_state_publisher
+from react_ros.sinks.live import PlaybackStats, Player, PlayOptions
+
+
+def play_options(args: argparse.Namespace, on_stats=None) -> PlayOptions:
+    return PlayOptions(rate=args.rate, loop=args.loop, start_offset_s=args.start_offset,
+                       playback_duration_s=args.playback_duration,
+                       start_paused=args.start_paused, clock_hz=args.clock,
+                       topics=args.topics, exclude=args.exclude, remap=dict(args.remap),
+                       node_name=args.node_name, quiet=args.quiet or on_stats is not None,
+                       on_stats=on_stats)
+
+
+class RateTable:
+    """Live per-topic rates: redrawn in place on a terminal, a block every few s otherwise."""
+
+    def __init__(self, out=sys.stdout) -> None:
+        self.out = out
+        self.tty = out.isatty()
+        self.drawn = 0
+        self.last = 0.0
+
+    def __call__(self, stats: PlaybackStats) -> None:
+        now = time.monotonic()
+        if not self.tty and now - self.last < 3.0:
+            return
+        self.last = now
+        width = max((len(t) for t in stats.topics), default=5)
+        state = 'paused' if stats.paused else f'x{stats.rate:.2f}'
+        lines = [f'{stats.played_ns / 1e9:7.2f} / {stats.total_ns / 1e9:.2f} s  {state}  '
+                 f'{stats.published} messages  loops {stats.loops}',
+                 f'  {"topic".ljust(width)}  {"rate":>9}  {"count":>7}']
+        for topic in sorted(stats.topics):
+            ts = stats.topics[topic]
+            lines.append(f'  {topic.ljust(width)}  {ts.rate_hz:7.1f}Hz  {ts.count:7d}')
+        if self.tty and self.drawn:
+            self.out.write(f'\x1b[{self.drawn}F\x1b[J')
+        self.out.write('\n'.join(lines) + '\n')
+        self.out.flush()
+        self.drawn = len(lines)
+
+
+def play_episode(episode: Episode, args: argparse.Namespace, *, show_rates: bool = False) -> int:
+    options = play_options(args, RateTable() if show_rates else None)
+    rsp = None
+    if episode.urdf and not args.no_state_publisher:
+        rsp = start_state_publisher(episode.urdf, source=episode.path)
+    try:
+        return Player(episode, options).run()
+    finally:
+        if rsp is not None:
+            rsp.stop()

@@ -1,0 +1,213 @@
+"""A drop-in robot_state_publisher for machines where ROS 2 does not provide one.
+
+Same node name, parameters, topics and QoS as ros/robot_state_publisher:
+/robot_description (reliable, transient local, depth 1), all fixed joints in
+one message on /tf_static (transient local), movable joints and the mimics of
+present joints on /tf stamped with the JointState's stamp. Like the real node
+it throttles /tf per joint to `publish_frequency` (20 Hz by default) by header
+stamp unless `ignore_timestamp` is set, and when its clock (sim time with
+use_sim_time) jumps back it forgets the last publish times, so a looping or
+seeking player keeps moving the fingers.
+
+    python -m react_ros.ros.state_publisher --urdf robot.urdf [--ros-args -p use_sim_time:=true]
+    ros2 run react_ros state_publisher --ros-args -p robot_description:="$(cat robot.urdf)"
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Sequence
+
+import rclpy
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.time import Time
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+from tf2_msgs.msg import TFMessage
+
+from react_ros.errors import ReactRosError
+from react_ros.ros import qos
+from react_ros.ros.msgs import to_ns
+from react_ros.ros.robot_state import RobotModel
+from react_ros.ros.tf import tf_message
+
+NODE_NAME = 'robot_state_publisher'
+
+
+class StatePublisher:
+    """The node's behaviour, attached to a node the caller owns."""
+
+    def __init__(self, node: Node, model: RobotModel, *, publish_frequency: float = 20.0,
+                 ignore_timestamp: bool = False, frame_prefix: str = '') -> None:
+        if not 0.0 < publish_frequency <= 1000.0:
+            raise ValueError('publish_frequency must be between 0 (exclusive) and 1000')
+        self.node = node
+        self.model = model
+        self.interval_ns = int(1e9 / publish_frequency)
+        self.ignore_timestamp = ignore_timestamp
+        self.prefix = frame_prefix
+        self._last_publish: dict[str, int] = {}
+        self._last_callback_ns = 0
+        self.description_pub = node.create_publisher(String, 'robot_description', qos.LATCHED)
+        self.static_pub = node.create_publisher(TFMessage, '/tf_static', qos.LATCHED)
+        self.tf_pub = node.create_publisher(TFMessage, '/tf', qos.TF)
+        self.sub = node.create_subscription(JointState, 'joint_states', self._on_joint_state,
+                                            qos.JOINT_STATES_IN)
+        self.description_pub.publish(String(data=model.urdf_text))
+        self._publish_static()
+
+    def _prefixed(self, msg: TFMessage) -> TFMessage:
+        if self.prefix:
+            for ts in msg.transforms:
+                ts.header.frame_id = self.prefix + ts.header.frame_id
+                ts.child_frame_id = self.prefix + ts.child_frame_id
+        return msg
+
+    def _publish_static(self) -> None:
+        now = self.node.get_clock().now().nanoseconds
+        self.static_pub.publish(self._prefixed(tf_message(self.model.static_transforms(now))))
+
+    def _on_joint_state(self, msg: JointState) -> None:
+        if len(msg.name) != len(msg.position):
+            self.node.get_logger().warning(
+                'ignored a JointState whose name and position lengths differ')
+            return
+        now = self.node.get_clock().now().nanoseconds
+        if now < self._last_callback_ns:
+            # A bag or react_ros player looped or sought back: /clock went backwards.
+            self.node.get_logger().warning('Moved backwards in time, re-publishing joint '
+                                           'transforms!')
+            self._last_publish.clear()
+        self._last_callback_ns = now
+        stamp_ns = to_ns(msg.header.stamp)
+        oldest = min([self._last_publish.get(n, 0) for n in msg.name], default=now)
+        if not self.ignore_timestamp and stamp_ns < oldest + self.interval_ns:
+            return
+        transforms = self.model.joint_transforms(msg.name, msg.position, stamp_ns)
+        if transforms:
+            self.tf_pub.publish(self._prefixed(tf_message(transforms)))
+        for name in msg.name:
+            self._last_publish[name] = stamp_ns
+
+
+def _parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
+    argv = list(argv)
+    ros_args: list[str] = []
+    if '--ros-args' in argv:
+        i = argv.index('--ros-args')
+        argv, ros_args = argv[:i], argv[i:]
+    parser = argparse.ArgumentParser(prog='state_publisher', description=__doc__.split('\n')[0])
+    parser.add_argument('--urdf', type=Path, help='read robot_description from this file')
+    parser.add_argument('--ready-file', type=Path, help=argparse.SUPPRESS)
+    return parser.parse_args(argv), ros_args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args, ros_args = _parse_args(sys.argv[1:] if argv is None else argv)
+    urdf_text = None
+    source = Path('robot_description')
+    if args.urdf is not None:
+        try:
+            urdf_text = args.urdf.read_text()
+        except OSError as err:
+            print(f'{args.urdf}: cannot read URDF: {err.strerror}', file=sys.stderr)
+            return 2
+        source = args.urdf
+    # Only our own --ros-args section: rclpy would otherwise apply any --remap it
+    # finds in sys.argv by itself.
+    rclpy.init(args=['state_publisher', *ros_args])
+    node = None
+    try:
+        node = Node(NODE_NAME)
+        declared = node.declare_parameter('robot_description', urdf_text or '').value
+        urdf_text = urdf_text or declared
+        if not urdf_text:
+            print('state_publisher: robot_description parameter must not be empty',
+                  file=sys.stderr)
+            return 2
+        publisher = StatePublisher(
+            node, RobotModel.from_urdf(urdf_text, source),
+            publish_frequency=node.declare_parameter('publish_frequency', 20.0).value,
+            ignore_timestamp=node.declare_parameter('ignore_timestamp', False).value,
+            frame_prefix=node.declare_parameter('frame_prefix', '').value)
+        del publisher  # kept alive by the node's entities
+        if args.ready_file is not None:
+            args.ready_file.write_text('ready\n')
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)
+        executor.spin()
+    except (ReactRosError, ValueError) as err:
+        print(f'state_publisher: {err}', file=sys.stderr)
+        return 2
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+class StatePublisherProcess:
+    """Our state publisher in a subprocess; `stop()` ends it (SIGINT, then kill)."""
+
+    def __init__(self, urdf_text: str, ros_args: Sequence[str] = ()) -> None:
+        self._dir = tempfile.TemporaryDirectory(prefix='react_ros_rsp_')
+        urdf = Path(self._dir.name) / 'robot_description.urdf'
+        urdf.write_text(urdf_text)
+        self.ready_file = Path(self._dir.name) / 'ready'
+        cmd = [sys.executable, '-m', 'react_ros.ros.state_publisher', '--urdf', str(urdf),
+               '--ready-file', str(self.ready_file)]
+        if ros_args:
+            cmd += ['--ros-args', *ros_args]
+        self.proc = subprocess.Popen(cmd, env=os.environ.copy())
+
+    def wait_ready(self, timeout: float = 10.0) -> bool:
+        """True once the node publishes; False if it died or took longer than `timeout`."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.ready_file.exists():
+                return True
+            if self.proc.poll() is not None:
+                return False
+            time.sleep(0.05)
+        return False
+
+    def stop(self, timeout: float = 5.0) -> int | None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._dir.cleanup()
+        return self.proc.returncode
+
+
+def start_state_publisher(urdf_text: str, *, use_sim_time: bool = True,
+                          source: Path = Path('robot_description'),
+                          wait: float = 10.0) -> StatePublisherProcess:
+    """Launch `python -m react_ros.ros.state_publisher` with this URDF and our environment.
+
+    The URDF is parsed here first so a bad one raises DatasetFormatError naming
+    `source` instead of failing in the child. use_sim_time follows the player's
+    /clock, which is what lets the node notice a loop (clock jumps back).
+    """
+    RobotModel.from_urdf(urdf_text, source)
+    handle = StatePublisherProcess(urdf_text, ['-p', f'use_sim_time:={str(use_sim_time).lower()}'])
+    if wait > 0 and not handle.wait_ready(wait):
+        code = handle.stop()
+        raise ReactRosError(f'{source}: the state publisher did not start (exit status {code})')
+    return handle
+
+
+if __name__ == '__main__':
+    sys.exit(main())

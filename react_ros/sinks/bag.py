@@ -1,0 +1,405 @@
+"""Write an episode as a rosbag2 bag: OUTDIR/metadata.yaml + OUTDIR/<name>_0.mcap.
+
+Which rosbag2 metadata version, and why 8 (not Jazzy/Kilted's own 9):
+- rosbag2 up to metadata version 8 stores a topic's `offered_qos_profiles` as one YAML
+  *string* with integer enums; version 9 (Jazzy, Kilted) makes it a YAML sequence with
+  enum names. Humble's reader does `offered_qos_profiles.as<std::string>()` and fails
+  with "bad conversion" on the sequence (ros2/rosbag2 #1895, #2013).
+- Jazzy and Kilted still read versions <= 8 through their string branch
+  (`to_rclcpp_qos_vector(str, version)`), integers included. Humble ignores the keys it
+  does not know (type_description_hash, custom_data, ros_distro), and no rosbag2 refuses a
+  version number it has not seen.
+- The MCAP plugin of Jazzy/Kilted parses each channel's `offered_qos_profiles` with the
+  version of the MCAP `rosbag2` metadata record (key `serialized_metadata`), and defaults
+  to 9 without one; so that record is written too, declaring version 8, and the channel
+  metadata carries the same string as metadata.yaml.
+"""
+from __future__ import annotations
+
+import errno
+import json
+import os
+import secrets
+import shutil
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Sequence, cast
+
+import yaml
+from mcap import __version__ as mcap_version
+from mcap.writer import CompressionType, Writer
+from rclpy.qos import LivelinessPolicy, QoSProfile
+from rclpy.serialization import serialize_message
+from rosidl_parser.definition import (AbstractNestedType, AbstractSequence, AbstractString,
+                                      BasicType, NamespacedType)
+
+from react_ros import __version__
+from react_ros.errors import DatasetFormatError, SinkError
+from react_ros.ros import qos
+from react_ros.ros.msgs import _share_dirs, definition_text, message_class
+from react_ros.streams import Stream, merge
+
+if TYPE_CHECKING:
+    from react_ros.adapters.base import Episode
+
+METADATA_VERSION = 8
+PROGRESS_EVERY = 100
+# One big image per chunk is fine: chunks only bound what a reader decompresses at once.
+CHUNK_SIZE = 4 * 1024 * 1024
+# What rmw reports for "no deadline / lifespan / lease" and rosbag2 therefore records.
+_INFINITE = {'sec': 9223372036, 'nsec': 854775807}
+_OUTPUT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG}
+_COMPRESSION = {'none': CompressionType.NONE, 'zstd': CompressionType.ZSTD,
+                'lz4': CompressionType.LZ4}
+
+
+@dataclass(frozen=True)
+class BagSummary:
+    path: Path  # the bag directory
+    message_count: int
+    topic_counts: dict[str, int]
+    start_ns: int
+    duration_ns: int
+
+
+def write_bag(episode: Episode, out_dir: Path, *, overwrite: bool = False,
+              topics: Sequence[str] | None = None, exclude: Sequence[str] | None = (),
+              progress: Callable[[int, int], None] | None = None,
+              compression: str = 'none') -> BagSummary:
+    """Convert every stream of `episode` (robot state too) into a bag at `out_dir`.
+
+    Everything is written under a hidden sibling directory that is renamed to
+    `out_dir` only once complete, and removed on any error or interrupt.
+    `progress(done, total)` is called every PROGRESS_EVERY messages and once at the
+    end with done == total; before that, total is the streams' declared counts (a
+    lower bound when one does not know its count).
+    """
+    out = Path(os.path.abspath(out_dir))  # '.', '..' and 'x/' get a real name
+    _check_target(episode, out, overwrite)
+    if compression not in _COMPRESSION:
+        raise SinkError(f'{out}: unknown compression {compression!r} '
+                        f'(one of {", ".join(_COMPRESSION)})')
+    streams = select_streams(episode.streams, topics, exclude)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = _sibling(out, 'partial')
+    except OSError as exc:
+        raise SinkError(f'{out}: cannot create it ({exc.strerror})') from None
+    try:
+        summary = _write(episode, streams, tmp, out, progress, _COMPRESSION[compression])
+        _commit(tmp, out, overwrite)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if exc.errno in _OUTPUT_ERRNOS:  # only writing fails like this, never reading
+            raise SinkError(f'{out}: cannot be written ({exc.strerror})') from None
+        raise
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return summary
+
+
+def select_streams(streams: Sequence[Stream], topics: Sequence[str] | None,
+                   exclude: Sequence[str] | None) -> list[Stream]:
+    """The streams on `topics` (all when None) minus those on `exclude`; unknown names fail."""
+    exclude = exclude or ()
+    known = {s.topic for s in streams}
+    unknown = [t for t in [*(topics or ()), *exclude] if t not in known]
+    if unknown:
+        raise SinkError(f'no such topic in the episode: {", ".join(unknown)} '
+                        f'(it has {", ".join(sorted(known))})')
+    return [s for s in streams
+            if (topics is None or s.topic in topics) and s.topic not in exclude]
+
+
+def _check_target(episode: Episode, out: Path, overwrite: bool) -> None:
+    if out.exists() or out.is_symlink():
+        if not overwrite:
+            raise SinkError(f'{out}: exists already, not overwriting (use --overwrite)')
+        src, dst = Path(episode.path).resolve(), out.resolve()
+        if src == dst or dst in src.parents or src in dst.parents:
+            raise SinkError(f'{out}: is or holds part of the episode being converted, '
+                            'not overwriting it')
+
+
+def _sibling(out: Path, suffix: str) -> Path:
+    """A new hidden directory next to `out` (mkdtemp's would be 0700 and stay so)."""
+    while True:
+        path = out.parent / f'.{out.name}.{secrets.token_hex(4)}.{suffix}'
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            continue
+
+
+def _commit(tmp: Path, out: Path, overwrite: bool) -> None:
+    """Put the finished bag in place; an old OUTDIR goes only after that succeeded."""
+    old = None
+    if out.exists() or out.is_symlink():
+        if not overwrite:  # appeared while we were writing
+            raise SinkError(f'{out}: exists already, not overwriting (use --overwrite)')
+        old = _sibling(out, 'old')
+        os.replace(out, old / out.name)
+    try:
+        os.replace(tmp, out)
+    except BaseException:
+        if old is not None:  # put the previous bag back
+            os.replace(old / out.name, out)
+            shutil.rmtree(old, ignore_errors=True)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+@dataclass
+class _Topic:
+    name: str
+    msg_type: str
+    latched: bool
+    channel_id: int = 0
+    count: int = 0
+
+
+def _topics(streams: Sequence[Stream]) -> dict[str, _Topic]:
+    """One channel per topic, even when several streams feed it (/tf from data and state)."""
+    out: dict[str, _Topic] = {}
+    for s in streams:
+        t = out.get(s.topic)
+        if t is None:
+            out[s.topic] = _Topic(s.topic, s.msg_type, s.latched)
+        elif t.msg_type != s.msg_type:
+            raise SinkError(f'{s.topic}: two streams with different types '
+                            f'({t.msg_type}, {s.msg_type}) cannot share one bag topic')
+        else:
+            t.latched = t.latched or s.latched
+    return out
+
+
+def _write(episode: Episode, streams: list[Stream], tmp: Path, out: Path,
+           progress: Callable[[int, int], None] | None,
+           compression: CompressionType) -> BagSummary:
+    # rosbag2 names the file after the bag directory, not after our temporary one.
+    file_name = f'{out.name}_0.mcap'
+    topics = _topics(streams)
+    # A stream that does not know its count (robot state's /tf) makes this a lower bound.
+    total = sum(s.count or 0 for s in streams)
+    classes = [message_class(s.msg_type) for s in streams]
+    start = end = done = 0
+    with open(tmp / file_name, 'wb') as f:
+        writer = _start_mcap(f, topics.values(), compression)
+        for ev in merge([s.open() for s in streams]):
+            stream = streams[ev.stream_idx]
+            if type(ev.msg) is not classes[ev.stream_idx]:
+                raise TypeError(f'{stream.topic}: stream of {stream.msg_type} yielded a '
+                                f'{type(ev.msg).__module__}.{type(ev.msg).__name__}')
+            if ev.t_ns < 0:
+                raise DatasetFormatError(episode.path, f'{stream.topic}: stamp {ev.t_ns} ns '
+                                         'is negative')
+            if ev.t_ns < end:
+                raise DatasetFormatError(episode.path, f'{stream.topic}: stamp {ev.t_ns} ns '
+                                         f'comes after {end} ns; stamps must not go back')
+            start = ev.t_ns if done == 0 else start
+            end = ev.t_ns
+            t = topics[stream.topic]
+            # The bag's timeline is the data's: log time = publish time = the stamp.
+            # (The writer takes any buffer; its annotation says bytes.)
+            writer.add_message(t.channel_id, log_time=ev.t_ns, publish_time=ev.t_ns,
+                               data=cast(bytes, cdr_payload(ev.msg)), sequence=t.count)
+            t.count += 1
+            done += 1
+            if progress is not None and done % PROGRESS_EVERY == 0:
+                progress(done, max(total, done))
+        meta = bag_metadata(list(topics.values()), file_name, start, end - start, done)
+        writer.add_metadata('rosbag2', {'serialized_metadata': _dump(meta)})
+        writer.finish()  # type: ignore[no-untyped-call]
+    (tmp / 'metadata.yaml').write_text(_dump({'rosbag2_bagfile_information': meta}))
+    if progress is not None and (done == 0 or done % PROGRESS_EVERY or total != done):
+        progress(done, done)
+    return BagSummary(out, done, {t.name: t.count for t in topics.values()}, start, end - start)
+
+
+def _start_mcap(f: IO[bytes], topics: Iterable[_Topic], compression: CompressionType) -> Writer:
+    """A started MCAP writer with one schema per type and one channel per topic."""
+    writer = Writer(f, chunk_size=CHUNK_SIZE, compression=compression)
+    writer.start(profile='ros2', library=f'react_ros {__version__}; mcap-python {mcap_version}')
+    schema_ids: dict[str, int] = {}
+    for t in topics:
+        if t.msg_type not in schema_ids:
+            schema_ids[t.msg_type] = writer.register_schema(
+                t.msg_type, 'ros2msg', definition_text(t.msg_type).encode())
+        t.channel_id = writer.register_channel(t.name, 'cdr', schema_ids[t.msg_type], {
+            'offered_qos_profiles': offered_qos_yaml(t.latched),
+            'topic_type_hash': type_hash(t.msg_type)})
+    return writer
+
+
+def bag_metadata(topics: Sequence[_Topic], file_name: str, start_ns: int, duration_ns: int,
+                 message_count: int) -> dict[str, Any]:
+    """The BagMetadata map rosbag2 writes, in its key order, for METADATA_VERSION."""
+    return {
+        'version': METADATA_VERSION,
+        'storage_identifier': 'mcap',
+        'duration': {'nanoseconds': duration_ns},
+        'starting_time': {'nanoseconds_since_epoch': start_ns},
+        'message_count': message_count,
+        'topics_with_message_count': [{
+            'topic_metadata': {
+                'name': t.name,
+                'type': t.msg_type,
+                'serialization_format': 'cdr',
+                'offered_qos_profiles': _Quoted(offered_qos_yaml(t.latched)),
+                'type_description_hash': type_hash(t.msg_type),
+            },
+            'message_count': t.count,
+        } for t in topics],
+        'compression_format': '',
+        'compression_mode': '',
+        'relative_file_paths': [file_name],
+        'files': [{
+            'path': file_name,
+            'starting_time': {'nanoseconds_since_epoch': start_ns},
+            'duration': {'nanoseconds': duration_ns},
+            'message_count': message_count,
+        }],
+        'custom_data': {},
+        'ros_distro': os.environ.get('ROS_DISTRO') or 'kilted',
+    }
+
+
+def offered_qos_yaml(latched: bool) -> str:
+    """The offered QoS as rosbag2 <= 8 records it: a YAML list, integer rmw enums."""
+    p: QoSProfile = qos.for_stream(latched)
+    liveliness = p.liveliness
+    if liveliness == LivelinessPolicy.SYSTEM_DEFAULT:
+        liveliness = LivelinessPolicy.AUTOMATIC  # what an endpoint reports for the default
+    profile = {
+        'history': int(p.history.value),
+        'depth': int(p.depth),
+        'reliability': int(p.reliability.value),
+        'durability': int(p.durability.value),
+        'deadline': _duration(p.deadline.nanoseconds),
+        'lifespan': _duration(p.lifespan.nanoseconds),
+        'liveliness': int(liveliness.value),
+        'liveliness_lease_duration': _duration(p.liveliness_lease_duration.nanoseconds),
+        'avoid_ros_namespace_conventions': bool(p.avoid_ros_namespace_conventions),
+    }
+    return str(yaml.safe_dump([profile], sort_keys=False, default_flow_style=False)).rstrip('\n')
+
+
+def _duration(ns: int) -> dict[str, int]:
+    if ns == 0:  # unspecified: an endpoint reports it as infinite
+        return dict(_INFINITE)
+    return {'sec': ns // 1_000_000_000, 'nsec': ns % 1_000_000_000}
+
+
+@lru_cache(maxsize=None)
+def type_hash(msg_type: str) -> str:
+    """The RIHS01 type hash from the package's share/<pkg>/msg/<Type>.json, or ''."""
+    pkg, kind, name = msg_type.split('/')
+    for share in _share_dirs():
+        f = share / pkg / kind / f'{name}.json'
+        if f.is_file():
+            try:
+                hashes = json.loads(f.read_text())['type_hashes']
+                return str(next(h['hash_string'] for h in hashes
+                                if h['type_name'] == msg_type))
+            except (ValueError, KeyError, StopIteration):
+                return ''
+    return ''
+
+
+def cdr_payload(msg: Any) -> bytes | bytearray:
+    """serialize_message(msg), cut to the message's CDR content, its padding zeroed.
+
+    rmw_fastrtps (Kilted) sizes the buffer with an upper estimate that reserves
+    alignment for empty sequences of 8-byte values and returns it whole, and it never
+    writes alignment padding: both carry leftover process memory, so bags would differ
+    run to run and strict readers (rosbags) reject the size. Readers skip padding, so
+    zeroing it changes no message.
+    """
+    data = serialize_message(msg)
+    sizer = _Sizer()
+    try:
+        size = 4 + sizer.message(msg, 0)  # 4: the encapsulation header
+    except _NotSized:
+        return data
+    if size > len(data):  # cannot happen unless the sizer is wrong: keep what rmw gave
+        return data
+    if not sizer.pads:
+        return data[:size] if size < len(data) else data
+    out = bytearray(memoryview(data)[:size])
+    for a, b in sizer.pads:
+        out[4 + a:4 + b] = bytes(b - a)
+    return out
+
+
+class _NotSized(Exception):
+    pass
+
+
+# Sizes (= alignments) of CDR primitives, by rosidl type name.
+_PRIMITIVE = {'boolean': 1, 'octet': 1, 'char': 1, 'int8': 1, 'uint8': 1, 'int16': 2,
+              'uint16': 2, 'int32': 4, 'uint32': 4, 'float': 4, 'int64': 8, 'uint64': 8,
+              'double': 8}
+
+
+class _Sizer:
+    """Walks a message as plain (XCDR1) CDR: its end offset and its padding gaps."""
+
+    def __init__(self) -> None:
+        self.pads: list[tuple[int, int]] = []
+
+    def _align(self, pos: int, n: int) -> int:
+        new = (pos + n - 1) & -n
+        if new != pos:
+            self.pads.append((pos, new))
+        return new
+
+    def message(self, msg: Any, pos: int) -> int:
+        if not msg.SLOT_TYPES:  # rosidl gives an empty message one uint8 member
+            return pos + 1
+        for slot, kind in zip(msg.__slots__, msg.SLOT_TYPES):
+            pos = self._field(kind, getattr(msg, slot), pos)
+        return pos
+
+    def _field(self, kind: Any, value: Any, pos: int) -> int:
+        if isinstance(kind, BasicType):
+            n = _PRIMITIVE.get(kind.typename)
+            if n is None:  # wchar, long double: in no message we write
+                raise _NotSized(kind.typename)
+            return self._align(pos, n) + n
+        if isinstance(kind, AbstractString):
+            return self._align(pos, 4) + 4 + len(value.encode()) + 1
+        if isinstance(kind, NamespacedType):
+            return self.message(value, pos)
+        if not isinstance(kind, AbstractNestedType):
+            raise _NotSized(type(kind).__name__)  # wide strings
+        if isinstance(kind, AbstractSequence):
+            pos = self._align(pos, 4) + 4  # element count
+        item = kind.value_type
+        if isinstance(item, BasicType) and item.typename in _PRIMITIVE:
+            n = _PRIMITIVE[item.typename]
+            # An empty sequence is not aligned: that is what rmw's estimate gets wrong.
+            return self._align(pos, n) + n * len(value) if len(value) else pos
+        for v in value:
+            pos = self._field(item, v, pos)
+        return pos
+
+
+class _Quoted(str):
+    """A string emitted double-quoted with escapes, as yaml-cpp writes multi-line strings."""
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+_Dumper.add_representer(
+    _Quoted, lambda d, s: d.represent_scalar('tag:yaml.org,2002:str', str(s), style='"'))
+
+
+def _dump(data: Any) -> str:
+    return str(yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=False,
+                         allow_unicode=True, width=float('inf')))

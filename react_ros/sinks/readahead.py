@@ -1,0 +1,137 @@
+"""Read heavy streams ahead on worker threads, bounded in bytes.
+
+Video decoding (PyAV) releases the GIL, so one thread per heavy stream decodes
+in parallel with the publishing thread. A queue bounded in messages would hold
+anything from kilobytes to gigabytes depending on the resolution; bounding it
+in bytes keeps memory predictable for 4K and thumbnails alike.
+"""
+from __future__ import annotations
+
+import threading
+from collections import deque
+from typing import Any, Callable, Iterator
+
+from react_ros.streams import Stream
+
+_END = object()
+
+
+class Cancelled(Exception):
+    """The consumer went away (seek, loop, stop)."""
+
+
+class ByteBoundedQueue:
+    """A FIFO holding at most `capacity` bytes, but always at least one item."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = max(1, capacity)
+        self._items: deque[tuple[Any, int]] = deque()
+        self._bytes = 0
+        self._cv = threading.Condition()
+        self._cancelled = False
+
+    def put(self, item: Any, nbytes: int) -> None:
+        with self._cv:
+            while self._items and self._bytes + nbytes > self.capacity:
+                if self._cancelled:
+                    raise Cancelled
+                self._cv.wait(0.1)
+            if self._cancelled:
+                raise Cancelled
+            self._items.append((item, nbytes))
+            self._bytes += nbytes
+            self._cv.notify_all()
+
+    def get(self, timeout: float | None = None) -> Any:
+        """Next item; raises TimeoutError when none came within `timeout`."""
+        with self._cv:
+            if not self._cv.wait_for(lambda: self._items or self._cancelled, timeout):
+                raise TimeoutError
+            if not self._items:
+                raise Cancelled
+            item, nbytes = self._items.popleft()
+            self._bytes -= nbytes
+            self._cv.notify_all()
+            return item
+
+    def cancel(self) -> None:
+        with self._cv:
+            self._cancelled = True
+            self._items.clear()
+            self._bytes = 0
+            self._cv.notify_all()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+    @property
+    def nbytes(self) -> int:
+        with self._cv:
+            return self._bytes
+
+
+class ReadAhead:
+    """One worker thread iterating `stream` from `from_ns` into a ByteBoundedQueue.
+
+    Messages before `from_ns` are dropped on the worker (for video this is
+    decode-and-drop: seeking costs decoding time, but off the publishing thread
+    and in parallel per camera). Worker exceptions surface in `__iter__`.
+    """
+
+    def __init__(self, stream: Stream, from_ns: int, capacity: int,
+                 abort: Callable[[], bool]) -> None:
+        self.stream = stream
+        self.from_ns = from_ns
+        self.queue = ByteBoundedQueue(capacity)
+        self._abort = abort
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True,
+                                         name=f'readahead {stream.topic}')
+        self._thread.start()
+
+    def _run(self) -> None:
+        it = self.stream.open()
+        size = max(1, self.stream.approx_bytes)
+        try:
+            for t_ns, msg in it:
+                if t_ns < self.from_ns:
+                    if self._abort() or self.queue.cancelled:
+                        return
+                    continue
+                self.queue.put((t_ns, msg), size)
+            self.queue.put(_END, 0)
+        except Cancelled:
+            pass
+        except BaseException as err:  # handed to the consumer, which re-raises it
+            self._error = err
+            try:
+                self.queue.put(_END, 0)
+            except Cancelled:
+                pass
+        finally:
+            close = getattr(it, 'close', None)
+            if close is not None:
+                close()
+
+    def __iter__(self) -> Iterator[tuple[int, Any]]:
+        """Messages in order; raises Cancelled when `abort()` turns true while waiting."""
+        while True:
+            try:
+                item = self.queue.get(0.1)
+            except TimeoutError:
+                if self._abort():
+                    raise Cancelled from None
+                continue
+            if item is _END:
+                if self._error is not None:
+                    raise self._error
+                return
+            yield item
+
+    def close(self, timeout: float = 5.0) -> None:
+        self.queue.cancel()
+        self._thread.join(timeout)
+
+
+__all__ = ['ByteBoundedQueue', 'Cancelled', 'ReadAhead']

@@ -1,0 +1,68 @@
+"""Shared fixtures: small sample episodes written once per session."""
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from react_ros.samples.umi import write_umi_sample
+
+UMI_SECONDS = 2.0
+UMI_SIZE = (320, 200)
+
+
+@pytest.fixture(scope='session')
+def umi_episode(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 2 s, 320x200 UMI episode; treat as read-only (copy it to change it)."""
+    return write_umi_sample(tmp_path_factory.mktemp('umi') / 'episode0000', seed=7,
+                            duration_s=UMI_SECONDS, width=UMI_SIZE[0], height=UMI_SIZE[1])
+
+
+@pytest.fixture
+def umi_copy(umi_episode: Path, tmp_path: Path) -> Path:
+    """A private copy of the UMI sample that a test may break."""
+    return Path(shutil.copytree(umi_episode, tmp_path / 'episode'))
+
+
+def tree_digest(root: Path) -> dict[str, str]:
+    """sha256 of every file under root, by relative path."""
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob('*')) if p.is_file()}
+
+
+def rewrite_mcap(path: Path, edit: Callable[[str, Any], Any | None]) -> None:
+    """Rewrite a ROS 2 MCAP in place, passing each deserialised message through `edit`.
+
+    `edit(topic, msg)` returns the message to keep (possibly changed) or None to drop it.
+    """
+    from mcap.reader import make_reader
+    from mcap.writer import Writer
+    from rclpy.serialization import deserialize_message, serialize_message
+
+    from react_ros.ros.msgs import message_class
+
+    tmp = path.with_suffix('.tmp')
+    with path.open('rb') as src, tmp.open('wb') as dst:
+        reader = make_reader(src)
+        writer = Writer(dst)
+        writer.start(profile='ros2', library='test')
+        schema_ids: dict[int, int] = {}
+        channel_ids: dict[int, int] = {}
+        for schema, channel, message in reader.iter_messages(log_time_order=True):
+            if schema.id not in schema_ids:
+                schema_ids[schema.id] = writer.register_schema(schema.name, schema.encoding,
+                                                               schema.data)
+            if channel.id not in channel_ids:
+                channel_ids[channel.id] = writer.register_channel(
+                    channel.topic, channel.message_encoding, schema_ids[schema.id],
+                    channel.metadata)
+            msg = edit(channel.topic, deserialize_message(message.data,
+                                                          message_class(schema.name)))
+            if msg is not None:
+                writer.add_message(channel_ids[channel.id], message.log_time,
+                                   serialize_message(msg), message.publish_time)
+        writer.finish()
+    tmp.replace(path)

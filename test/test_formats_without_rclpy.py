@@ -1,0 +1,56 @@
+"""react_ros.formats must work where no ROS 2 is installed (no rclpy, no message packages)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+SCRIPT = textwrap.dedent('''
+    import importlib, pkgutil, sys
+    from pathlib import Path
+
+    BLOCKED = ('rclpy', 'rosidl_', 'rpyutils', 'builtin_interfaces', 'std_msgs',
+               'sensor_msgs', 'geometry_msgs', 'diagnostic_msgs', 'tf2_msgs', 'mcap_ros2')
+
+    class Block:
+        def find_spec(self, name, path=None, target=None):
+            if name.split('.')[0].startswith(BLOCKED):
+                raise ImportError(f'{name} is blocked in this test')
+            return None
+
+    sys.meta_path.insert(0, Block())
+    try:
+        import rclpy  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        raise SystemExit('the import blocker does not work')
+
+    import react_ros.formats
+    names = [m.name for m in pkgutil.iter_modules(react_ros.formats.__path__)]
+    for name in names:
+        importlib.import_module(f'react_ros.formats.{name}')
+    from react_ros.formats import video
+    from react_ros.formats.mcap_bag import McapBag
+
+    root = Path(sys.argv[1])
+    bag = McapBag(root / 'data/episode.mcap')
+    n = sum(1 for _ in bag.messages())
+    assert n == sum(c.count for c in bag.channels()) > 0
+    mp4 = root / 'data/left.perception_interface.camera.state.mp4'
+    info = video.probe(mp4)
+    first = next(video.decode_rgb(mp4))
+    assert first.shape == (info.height, info.width, 3)
+    leaked = sorted(m for m in sys.modules if m.split('.')[0].startswith(BLOCKED))
+    assert not leaked, leaked
+    print('ok', sorted(names))
+''')
+
+
+def test_formats_import_and_work_without_rclpy(umi_episode: Path) -> None:
+    proc = subprocess.run([sys.executable, '-c', SCRIPT, str(umi_episode)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith('ok')
+    assert {'mcap_bag', 'video'} <= set(eval(proc.stdout[3:]))
