@@ -17,6 +17,7 @@ from react_ros.adapters import KINDS, EpisodeOptions, open_episode
 from react_ros.errors import ReactRosError
 
 EXIT_BAD_INPUT = 2
+DEMO_SECONDS = 10.0
 
 
 def _positive(text: str) -> float:
@@ -129,8 +130,9 @@ def _resolution(text: str | None) -> tuple[int, int] | None:
     if text is None:
         return None
     w, sep, h = text.lower().partition('x')
-    if not sep or not w.isdigit() or not h.isdigit() or int(w) < 16 or int(h) < 16:
-        raise ReactRosError(f'--resolution: expected WxH such as 640x400, got {text!r}')
+    if not sep or not w.isdigit() or not h.isdigit() or int(w) < 16 or int(h) < 16 \
+            or int(w) % 2 or int(h) % 2:
+        raise ReactRosError(f'--resolution: expected even WxH such as 640x400, got {text!r}')
     return int(w), int(h)
 
 
@@ -180,7 +182,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
               file=sys.stderr)
         if args.kind not in SAMPLES:
             raise ReactRosError(f'no sample generator for {args.kind!r} yet')
-        SAMPLES[args.kind](episode, seed=0)
+        # Long enough to watch, short enough to write in about half a minute.
+        SAMPLES[args.kind](episode, seed=0, duration_s=DEMO_SECONDS)
     else:
         print(f'react-ros demo: reusing {episode}', file=sys.stderr)
     return _play(episode, args, args.kind, EpisodeOptions(), show_rates=True)

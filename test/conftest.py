@@ -16,14 +16,14 @@ UMI_SIZE = (320, 200)
 
 @pytest.fixture(scope='session')
 def umi_episode(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A 2 s, 320x200 UMI episode; treat as read-only (copy it to change it)."""
+    """Write a 2 s, 320x200 UMI episode; treat as read-only (copy it to change it)."""
     return write_umi_sample(tmp_path_factory.mktemp('umi') / 'episode0000', seed=7,
                             duration_s=UMI_SECONDS, width=UMI_SIZE[0], height=UMI_SIZE[1])
 
 
 @pytest.fixture
 def umi_copy(umi_episode: Path, tmp_path: Path) -> Path:
-    """A private copy of the UMI sample that a test may break."""
+    """Copy the UMI sample for a test that may break it."""
     return Path(shutil.copytree(umi_episode, tmp_path / 'episode'))
 
 

@@ -52,6 +52,19 @@ def _pointers(ep: Path, topic: str) -> Any:
     return McapBag(ep / 'data/episode.mcap').messages([topic])
 
 
+def _pointer_without_stamp(ep: Path) -> None:
+    topic = '/left/perception_interface/camera/state'
+    seen = {'n': 0}
+
+    def unstamp(t: str, msg: Any) -> Any:
+        if t == topic:
+            seen['n'] += 1
+            if seen['n'] == 3:
+                msg.values = [kv for kv in msg.values if kv.key != 'header.stamp']
+        return msg
+    rewrite_mcap(ep / 'data/episode.mcap', unstamp)
+
+
 def _broken_urdf(ep: Path) -> None:
     path = ep / 'meta/scene/robot_description.urdf'
     path.write_text(path.read_text()[:300])
@@ -75,6 +88,8 @@ CASES: dict[str, tuple[Callable[[Path], None], str, tuple[str, ...]]] = {
     'not mcap': (_not_mcap, 'data/episode.mcap', ('MCAP',)),
     'pointer count': (_pointer_missing, MP4.format('right'),
                       ('frames', 'pointers', '/right/perception_interface/camera/state')),
+    'pointer without stamp': (_pointer_without_stamp, 'data/episode.mcap',
+                              ('header.stamp', '/left/perception_interface/camera/state')),
     'broken urdf': (_broken_urdf, 'meta/scene/robot_description.urdf', ('URDF',)),
     'missing camera info': (_missing_camera_info,
                             'meta/sensor/left.metadata_interface.camera_info.meta.yaml',

@@ -10,11 +10,10 @@ from pathlib import Path
 import pytest
 from rosbag2_interfaces import srv
 
-from live_support import PLAYER, Listener, spawn_player, stop
+from live_support import PLAYER, Listener, spawn, spawn_player, stop
 from react_ros.adapters import open_episode
 from react_ros.ros import qos
 from react_ros.ros.msgs import stamp, to_ns
-from react_ros.ros.state_publisher import start_state_publisher
 from react_ros.streams import Role, merge
 
 RECORDED = [f'/{side}/perception_interface/{kind}/state'
@@ -87,9 +86,10 @@ def listener():
 def test_plays_every_topic_with_the_episode_stamps(episode, expected, listener, tmp_path):
     topics = _subscribe_data(listener, episode)
     listener.subscribe('/clock', 'rosgraph_msgs/msg/Clock', qos.CLOCK)
-    rsp = start_state_publisher(episode.urdf)
     log = tmp_path / 'player.log'
-    player = spawn_player(episode.path, log, start_paused=True, rate=0.5)
+    # through the CLI, which also starts react_ros's robot_state_publisher
+    player = spawn(['-m', 'react_ros.cli', 'play', str(episode.path), '--start-paused',
+                    '--rate', '0.5', '--quiet'], log)
     try:
         assert listener.wait_for_publishers(topics + ['/clock']), 'player topics not discovered'
         # Late joiners of the latched topics the state publisher offers:
@@ -98,9 +98,11 @@ def test_plays_every_topic_with_the_episode_stamps(episode, expected, listener, 
         listener.call(f'/{PLAYER}/resume', srv.Resume)
         assert listener.spin_until(lambda: player.poll() is not None, 120), 'player never ended'
         listener.spin_for(1.0)
+        # the CLI took its state publisher down with it
+        assert listener.spin_until(
+            lambda: 'robot_state_publisher' not in listener.node.get_node_names(), 30)
     finally:
-        assert stop(player) == 0, (tmp_path / 'player.log').read_text()
-        rsp.stop()
+        assert stop(player) == 0, log.read_text()
 
     for topic in RECORDED + CAMERAS + ['/tf', '/joint_states', '/annotations']:
         assert topic in expected, topic
@@ -181,17 +183,28 @@ def test_services(episode, first_events, listener, tmp_path):
 
 def test_loop_jumps_clock_back_and_republishes_latched(episode, listener, tmp_path):
     listener.subscribe('/clock', 'rosgraph_msgs/msg/Clock', qos.CLOCK)
-    listener.subscribe('/annotations', 'std_msgs/msg/String')
+    listener.subscribe('/robot_description', 'std_msgs/msg/String', qos.LATCHED)
+    listener.subscribe('/tf_static', 'tf2_msgs/msg/TFMessage', qos.LATCHED)
+    # The player publishes the robot state itself here: its latched topics are
+    # stamped at the episode start, before the start offset.
     player = spawn_player(episode.path, tmp_path / 'player.log', loop=True, rate=4.0,
-                          start_offset=0.5, topics='/annotations')
+                          start_offset=0.5, publish_robot_state=True,
+                          topics='/annotations,/robot_description,/tf_static')
     try:
         def jumped_back() -> bool:
             clock = [to_ns(m.clock) for m in listener.msgs['/clock']]
             return any(b < a for a, b in zip(clock, clock[1:]))
         assert listener.spin_until(jumped_back, 60), 'no loop seen on /clock'
+        listener.spin_for(1.0)
         clock = [to_ns(m.clock) for m in listener.msgs['/clock']]
         assert min(clock) >= episode.start_ns + 500_000_000  # the start offset holds
-        # --topics left /clock in, and only the chosen data topic went out
+        # latched topics skipped by the offset went out anyway, and again after the loop
+        assert len(listener.msgs['/robot_description']) >= 2
+        assert listener.msgs['/robot_description'][0].data == episode.urdf
+        assert len(listener.msgs['/tf_static']) >= 2
+        assert {'quest_origin', 'left_base_link'} <= \
+            {ts.child_frame_id for ts in listener.msgs['/tf_static'][-1].transforms}
+        # --topics left /clock in, and only the chosen topics went out
         assert listener.node.count_publishers('/tf') == 0
     finally:
         assert stop(player) == 0, (tmp_path / 'player.log').read_text()
@@ -213,3 +226,96 @@ def test_bad_episode_exits_2(tmp_path):
     assert proc.wait(60) == 2
     lines = log.read_text().strip().splitlines()
     assert len(lines) == 1 and 'missing' in lines[0], lines
+
+
+KEYBOARD_PLAYER = '''
+import sys
+from pathlib import Path
+from react_ros.adapters import open_episode
+from react_ros.sinks.live import Player, PlayOptions
+episode = open_episode(Path(sys.argv[1]))
+sys.exit(Player(episode, PlayOptions(start_paused=True, loop=True, quiet=True)).run())
+'''
+
+
+def test_keyboard_controls(episode, listener, tmp_path):
+    import fcntl
+    import os
+    import pty
+    import subprocess
+    import sys
+    import termios
+
+    master, slave = pty.openpty()
+
+    def controlling_tty() -> None:  # runs in the child, after setsid
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    log = (tmp_path / 'player.log').open('wb')
+    player = subprocess.Popen([sys.executable, '-c', KEYBOARD_PLAYER, str(episode.path)],
+                              stdin=slave, stdout=log, stderr=subprocess.STDOUT,
+                              start_new_session=True, preexec_fn=controlling_tty)
+    os.close(slave)
+    try:
+        topics = _subscribe_data(listener, episode)
+        assert listener.wait_for_publishers(topics)
+        assert listener.call(f'/{PLAYER}/is_paused', srv.IsPaused).paused
+        os.write(master, b'\x1b[A')  # up: rate + 0.1
+        assert listener.spin_until(
+            lambda: abs(listener.call(f'/{PLAYER}/get_rate', srv.GetRate).rate - 1.1) < 1e-9, 20)
+        os.write(master, b'\x1b[C')  # right: exactly one message
+        assert listener.spin_until(lambda: listener.count() >= 1, 20)
+        listener.spin_for(1.0)
+        assert listener.count() == 1
+        os.write(master, b' ')  # space: resume
+        assert listener.spin_until(lambda: listener.count() > 20, 20)
+        assert not listener.call(f'/{PLAYER}/is_paused', srv.IsPaused).paused
+    finally:
+        assert stop(player) == 0, (tmp_path / 'player.log').read_text()
+        log.close()
+    # the terminal is back in canonical mode
+    assert termios.tcgetattr(master)[3] & termios.ICANON
+    os.close(master)
+
+
+def test_survives_a_subscriber_that_never_reads(episode, listener, tmp_path):
+    """A reliable subscriber that never takes its messages must not stall or kill the player."""
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    topics = sorted({s.topic for s in episode.streams if s.role is Role.DATA})
+    for s in episode.streams:
+        if s.role is Role.DATA:
+            listener.subscribe(s.topic, s.msg_type,
+                               QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE))
+    log = tmp_path / 'player.log'
+    player = spawn_player(episode.path, log, rate=5.0, delay=2.0)
+    try:
+        assert listener.wait_for_publishers(topics)
+        # no spinning from here on: this node's readers fill up and stay full
+        player.wait(120)
+    finally:
+        assert stop(player) == 0, log.read_text()
+
+
+def test_duration_exclude_remap(episode, expected, listener, tmp_path):
+    listener.subscribe('/js', 'sensor_msgs/msg/JointState')
+    listener.subscribe('/joint_states', 'sensor_msgs/msg/JointState')
+    listener.subscribe('/left/image_raw', 'sensor_msgs/msg/Image')
+    log = tmp_path / 'player.log'
+    player = spawn_player(episode.path, log, start_paused=True, playback_duration=0.5,
+                          exclude='/tf', remap='/joint_states:=/js')
+    try:
+        assert listener.wait_for_publishers(['/js', '/left/image_raw'])
+        listener.spin_for(1.0)
+        assert listener.node.count_publishers('/tf') == 0  # excluded
+        assert listener.node.count_publishers('/joint_states') == 0  # remapped
+        listener.call(f'/{PLAYER}/resume', srv.Resume)
+        assert listener.spin_until(lambda: player.poll() is not None, 60)
+        listener.spin_for(0.5)
+    finally:
+        assert stop(player) == 0, log.read_text()
+    end = episode.start_ns + 500_000_000
+    assert [_key(m) for m in listener.msgs['/js']] == \
+        [t for t in expected['/joint_states'] if t <= end]
+    assert [_key(m) for m in listener.msgs['/left/image_raw']] == \
+        [t for t in expected['/left/image_raw'] if t <= end]
+    assert listener.msgs['/joint_states'] == []

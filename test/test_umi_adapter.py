@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import yaml
 from conftest import UMI_SIZE, rewrite_mcap, tree_digest
+from diagnostic_msgs.msg import KeyValue
 from rclpy.serialization import deserialize_message
 
 from react_ros.adapters import detect_kind, open_episode
@@ -293,3 +294,34 @@ def test_sample_is_deterministic_and_refuses_to_overwrite(tmp_path: Path) -> Non
         write_umi_sample(a, seed=5, duration_s=0.5, width=64, height=48)
     assert tree_digest(a) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ['a', 'b', 'c']
+
+
+def test_pointer_that_disagrees_with_its_video_is_a_warning(umi_copy: Path) -> None:
+    def rename(topic: str, msg: Any) -> Any:
+        if topic == POINTER.format('center'):
+            msg.name = 'other.mp4'
+            msg.values = [KeyValue(key=kv.key, value='999' if kv.key == 'width' else kv.value)
+                          for kv in msg.values]
+        return msg
+    rewrite_mcap(umi_copy / 'data/episode.mcap', rename)
+    warnings = open_episode(umi_copy).warnings
+    assert len(warnings) == 2
+    assert "name 'other.mp4'" in warnings[0]
+    assert f'999x{UMI_SIZE[1]}' in warnings[1]
+
+
+def test_cli_sample_then_info(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    ep = tmp_path / 'episode0001'
+    run = [sys.executable, '-m', 'react_ros.cli']
+    made = subprocess.run([*run, 'sample', 'umi', str(ep), '--seed', '2', '--duration', '0.5',
+                           '--resolution', '64x48'], capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr
+    info = subprocess.run([*run, 'info', str(ep)], capture_output=True, text=True, timeout=120)
+    assert info.returncode == 0, info.stderr
+    assert 'umi' in info.stdout and '/left/image_raw' in info.stdout
+    meta = yaml.safe_load((ep / 'meta/sensor/left.metadata_interface.camera_info.meta.yaml')
+                          .read_text())
+    assert (meta['width'], meta['height']) == (64, 48)
+    assert meta['k'][0] == pytest.approx(915.0 * 64 / 1920)

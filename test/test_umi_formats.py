@@ -141,3 +141,25 @@ def test_mcap_order_matches_the_mcap_package(tmp_path: Path, chunked: bool) -> N
     assert [(m.topic, m.log_time_ns, m.data) for m in bag.messages()] == ref
     assert [(m.topic, m.log_time_ns, m.data) for m in bag.messages(['/t1'])] == \
         [r for r in ref if r[0] == '/t1']
+
+
+def test_cdr_reader_agrees_with_rclpy() -> None:
+    from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
+    from geometry_msgs.msg import PoseStamped
+    from rclpy.serialization import serialize_message
+
+    from react_ros.formats.cdr import CdrReader, header_stamp
+    for n in range(10):  # every alignment of what follows a string
+        pose = PoseStamped()
+        pose.header.stamp.sec, pose.header.stamp.nanosec = 1_718_445_600 + n, 123_456_789
+        pose.header.frame_id = 'f' * n
+        p, q = pose.pose.position, pose.pose.orientation
+        p.x, p.y, p.z, q.x, q.y, q.z, q.w = 0.5 + n, -1.25, 2.0, 0.1, 0.2, 0.3, 0.927
+        data = serialize_message(pose)
+        assert header_stamp(data) == (1_718_445_600 + n) * 10**9 + 123_456_789
+        assert CdrReader(data).pose_stamped() == (0.5 + n, -1.25, 2.0, 0.1, 0.2, 0.3, 0.927)
+        status = DiagnosticStatus(level=DiagnosticStatus.WARN, name='n' * n, message='m' * (n % 3),
+                                  hardware_id='h' * (9 - n),
+                                  values=[KeyValue(key='k' * i, value=str(i)) for i in range(n)])
+        name, values = CdrReader(serialize_message(status)).diagnostic_status()
+        assert name == 'n' * n and values == {'k' * i: str(i) for i in range(n)}

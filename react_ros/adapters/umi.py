@@ -24,6 +24,7 @@ from std_msgs.msg import String
 from react_ros.adapters.base import Episode, EpisodeOptions
 from react_ros.errors import DatasetFormatError, FrameSyncError
 from react_ros.formats import video
+from react_ros.formats.cdr import CdrReader, header_stamp
 from react_ros.formats.mcap_bag import McapBag, RawMessage
 from react_ros.formats.urdf import parse_urdf
 from react_ros.ros.camera_info import camera_info
@@ -64,62 +65,6 @@ def _has_header(msg_type: str) -> bool:
     fields: dict[str, str] = cls.get_fields_and_field_types()
     first = next(iter(fields.items()), ('', ''))
     return first == ('header', 'std_msgs/Header')
-
-
-def _cdr_stamp(data: bytes) -> int:
-    # 4-byte encapsulation header (byte 1: 0 big-, 1 little-endian), then
-    # Header.stamp as int32 sec + uint32 nanosec: read without deserialising.
-    sec, nsec = struct.unpack_from('<iI' if data[1] & 1 else '>iI', data, 4)
-    return int(sec) * 1_000_000_000 + int(nsec)
-
-
-class _Cdr:
-    """Just enough of a CDR reader for the fields open() checks on every message.
-
-    rclpy's deserialisation of every pose and frame pointer was half the time
-    of opening an episode; these two layouts are fixed by their .msg files.
-    """
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.end = '<' if data[1] & 1 else '>'
-        self.pos = 0  # relative to the end of the 4-byte encapsulation header
-
-    def _align(self, n: int) -> None:
-        self.pos += -self.pos % n
-
-    def u32(self) -> int:
-        self._align(4)
-        (v,) = struct.unpack_from(self.end + 'I', self.data, 4 + self.pos)
-        self.pos += 4
-        return int(v)
-
-    def string(self) -> str:
-        n = self.u32()
-        raw = self.data[4 + self.pos:4 + self.pos + n]
-        if len(raw) != n:
-            raise struct.error('string runs past the end of the message')
-        self.pos += n
-        return raw.rstrip(b'\0').decode('utf-8', 'replace')
-
-    def doubles(self, n: int) -> tuple[float, ...]:
-        self._align(8)
-        values = struct.unpack_from(self.end + 'd' * n, self.data, 4 + self.pos)
-        self.pos += 8 * n
-        return tuple(float(v) for v in values)
-
-    def pose_stamped(self) -> tuple[float, ...]:
-        """x, y, z, qx, qy, qz, qw of a geometry_msgs/PoseStamped."""
-        self.pos = 8  # header.stamp
-        self.string()  # header.frame_id
-        return self.doubles(7)
-
-    def diagnostic_values(self) -> dict[str, str]:
-        """key -> value of a diagnostic_msgs/DiagnosticStatus."""
-        self.pos = 1  # level (byte)
-        for _ in range(3):  # name, message, hardware_id
-            self.string()
-        return {self.string(): self.string() for _ in range(self.u32())}
 
 
 def _in_order(items: Iterable[Any], stamps: np.ndarray) -> Iterator[tuple[int, Any]]:
@@ -190,6 +135,10 @@ class UmiAdapter:
                 raise DatasetFormatError(self.bag.path, f'topic {c.topic} has a type this '
                                          f'ROS 2 install does not know: {c.schema_name!r}'
                                          ) from None
+        for topic, want in self._document_types().items():
+            if topic in self.types and self.types[topic] != want:
+                raise DatasetFormatError(self.bag.path, f'{topic} is {self.types[topic]!r}, '
+                                         f'the format document says {want!r}')
         self._scan()
         self.cameras = [self._camera(cam) for cam in self.config['cameras']]
         urdf_path = self.root / URDF
@@ -241,15 +190,16 @@ class UmiAdapter:
         topics: list[str] = []
         stamps: list[int] = []
         self.pointers: dict[str, list[int]] = {t: [] for t in pointer_topics}
+        self.first_pointer: dict[str, tuple[str, dict[str, str]]] = {}
         self.bad_pose: set[int] = set()  # indices (in the scan) of unpublishable poses
         bad_counts: dict[str, int] = {}
         max_err = float(self.config.get('max_quaternion_norm_error', 0.01))
         for i, raw in enumerate(self.bag.messages()):
             topics.append(raw.topic)
             try:
-                t = _cdr_stamp(raw.data) if headered[raw.topic] else raw.log_time_ns
+                t = header_stamp(raw.data) if headered[raw.topic] else raw.log_time_ns
                 if raw.topic in pose_topics:
-                    if not _values_ok(self._cdr(raw).pose_stamped(), max_err):
+                    if not _values_ok(CdrReader(raw.data).pose_stamped(), max_err):
                         self.bad_pose.add(i)
                         bad_counts[raw.topic] = bad_counts.get(raw.topic, 0) + 1
                 elif raw.topic in pointer_topics:
@@ -266,22 +216,17 @@ class UmiAdapter:
             self.warnings.append(f'{topic}: {n} pose(s) with NaN or a non-unit quaternion '
                                  'not published on /tf')
 
-    def _decode(self, raw: RawMessage) -> Any:
-        try:
-            return deserialize_message(raw.data, message_class(raw.schema_name))
-        except Exception as exc:  # rclpy raises plain RuntimeError-likes for bad CDR
-            raise DatasetFormatError(self.bag.path, f'a {raw.schema_name} message on '
-                                     f'{raw.topic} does not deserialise ({exc})') from None
-
-    def _cdr(self, raw: RawMessage) -> _Cdr:
-        expected = {'geometry_msgs/msg/PoseStamped', 'diagnostic_msgs/msg/DiagnosticStatus'}
-        if raw.schema_name not in expected:
-            raise DatasetFormatError(self.bag.path, f'{raw.topic} is {raw.schema_name!r}, '
-                                     f'the format document says {" or ".join(expected)}')
-        return _Cdr(raw.data)
+    def _document_types(self) -> dict[str, str]:
+        types = {t: 'geometry_msgs/msg/PoseStamped' for t in self.config['pose_frames']}
+        types.update({CAMERA_TOPIC.format(c): 'diagnostic_msgs/msg/DiagnosticStatus'
+                      for c in self.config['cameras']})
+        types.update({GRIPPER_TOPIC.format(s): 'sensor_msgs/msg/JointState'
+                      for s in ('left', 'right')})
+        return types
 
     def _pointer_stamp(self, raw: RawMessage) -> int:
-        values = self._cdr(raw).diagnostic_values()
+        name, values = CdrReader(raw.data).diagnostic_status()
+        self.first_pointer.setdefault(raw.topic, (name, values))
         try:
             return int(values['header.stamp'])
         except (KeyError, ValueError):
@@ -299,6 +244,7 @@ class UmiAdapter:
         if info.frame_count != len(stamps):
             raise FrameSyncError(path, f'{info.frame_count} frames in the video but '
                                  f'{len(stamps)} frame pointers on {topic}')
+        self._compare_pointer(topic, info)
         meta_path = self.root / CAMERA_INFO.format(cam)
         meta = _yaml(meta_path)
         missing = [k for k in ('width', 'height', 'k')
@@ -309,6 +255,19 @@ class UmiAdapter:
             raise DatasetFormatError(meta_path, 'camera info k must hold 9 numbers and d '
                                      '4, 5, 8, 12 or 14')
         return _Camera(cam, info, stamps, meta)
+
+    def _compare_pointer(self, topic: str, info: video.VideoInfo) -> None:
+        """Warn where the pointers describe another file or size than the video's."""
+        if topic not in self.first_pointer:
+            return
+        name, values = self.first_pointer[topic]
+        if name != info.path.name:
+            self.warnings.append(f'{topic}: frame pointers name {name!r}, '
+                                 f'read from {info.path.name}')
+        size = (values.get('width'), values.get('height'))
+        if size != (str(info.width), str(info.height)):
+            self.warnings.append(f'{topic}: frame pointers say {size[0]}x{size[1]}, '
+                                 f'{info.path.name} is {info.width}x{info.height}')
 
     def _annotations(self) -> Stream:
         system = self.root / 'meta' / 'system'

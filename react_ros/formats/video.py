@@ -74,8 +74,11 @@ def probe(path: Path | str) -> VideoInfo:
 
 
 def _check_tail(container: av.container.InputContainer, path: Path) -> None:
-    """Read the last GOP's packets: a file cut short (its index at the front,
-    as with mp4 faststart) still states the full count but ends early."""
+    """Read the last GOP's packets to catch a file that was cut short.
+
+    With its index at the front (mp4 faststart) such a file still states the
+    full frame count, but its last packets are missing.
+    """
     stream = container.streams.video[0]
     if not stream.duration or not stream.frames:
         return

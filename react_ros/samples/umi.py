@@ -79,8 +79,10 @@ def write_umi_sample(out_dir: Path, *, seed: int = 0, duration_s: float = 3.0,
     video resolution (scaled from a 1920x1200 one) so the two agree.
     """
     out_dir = Path(out_dir)
-    if out_dir.exists() and any(out_dir.iterdir()):
+    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
         raise SinkError(f'{out_dir}: exists already and is not empty, not overwriting')
+    if not 0.1 <= duration_s <= 3600:
+        raise SinkError(f'{out_dir}: duration must be between 0.1 s and 1 h, got {duration_s}')
     if width % 2 or height % 2 or width < 16 or height < 16:
         raise SinkError(f'{out_dir}: video size must be even and at least 16x16, '
                         f'got {width}x{height}')
@@ -130,9 +132,10 @@ class _Episode:
     def _times(self, hz: float, jitter: float) -> np.ndarray:
         period = 1e9 / hz
         n = int(self.duration_ns / period) + 1
-        t = self.start_ns + np.arange(n) * period + self.rng.normal(0, jitter * period, n)
-        t[0] = self.start_ns + self.rng.uniform(0, period)
-        return np.maximum.accumulate(t.astype(np.int64))
+        offsets = np.arange(n) * period + self.rng.normal(0, jitter * period, n)
+        offsets[0] = self.rng.uniform(0, period)
+        # Offsets in float, the epoch in int: float64 alone would round to 256 ns.
+        return self.start_ns + np.maximum.accumulate(offsets.astype(np.int64))
 
     def _latency(self) -> int:
         return int(self.rng.uniform(0.5e6, 3e6))
@@ -416,7 +419,7 @@ _OPTICAL_RPY = f'{-math.pi / 2:.6f} 0 {-math.pi / 2:.6f}'  # x fwd/z up -> z fwd
 
 
 def robot_description_urdf() -> str:
-    """The document's TF tree with simple geometry (no mesh files needed)."""
+    """Return the document's TF tree as URDF, simple geometry (no mesh files)."""
     parts = ['<?xml version="1.0"?>\n<robot name="umi_gripper_rig">\n',
              _link('world'), _link('quest_origin'),
              _joint('world_to_quest_origin', 'fixed', 'world', 'quest_origin'),

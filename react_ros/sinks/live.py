@@ -20,9 +20,16 @@ publish times. All of them only notice if they run with use_sim_time, so /clock
 is published (at the new time) before any message of the new pass, and latched
 topics are re-published after every loop, seek and start offset (rosbag2 skips
 them).
+
+Seeking re-opens every stream and drops what comes before the target. For video
+that means decoding the frames in between (on the reader threads, in parallel
+per camera, interruptible by a newer seek or a stop): a seek costs up to the
+decode time of the skipped part. Keyframe seeking would need a seekable stream
+interface, which streams.Stream does not offer yet.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import signal
 import sys
@@ -35,6 +42,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import rclpy
 from rclpy.context import Context
 from rclpy.duration import Duration
+from rclpy.exceptions import InvalidNodeNameException
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.node import Node
@@ -128,7 +136,13 @@ class Player:
             context = Context()
             rclpy.init(args=[], context=context, signal_handler_options=SignalHandlerOptions.NO)
         self._own_node = node is None
-        self.node = node if node is not None else Node(opts.node_name, context=context)
+        try:
+            self.node = node if node is not None else Node(opts.node_name, context=context)
+        except InvalidNodeNameException:
+            if self._own_context:
+                rclpy.try_shutdown(context=context)
+            raise ReactRosError(f'--node-name {opts.node_name!r} is not a valid ROS node name') \
+                from None
 
         self._cv = threading.Condition()
         self._gen = 0  # bumped on every control change, so waiters never miss one
@@ -154,10 +168,14 @@ class Player:
 
         self._publishers: dict[str, Any] = {}
         self._latched_tf: dict[str, dict[str, Any]] = {}
-        self._make_publishers()
-        self._clock_pub = self.node.create_publisher(Clock, '/clock', qos.CLOCK) \
-            if opts.clock_hz > 0 else None
-        self._make_services()
+        try:
+            self._make_publishers()
+            self._clock_pub = self.node.create_publisher(Clock, '/clock', qos.CLOCK) \
+                if opts.clock_hz > 0 else None
+            self._make_services()
+        except BaseException:
+            self.close()
+            raise
 
     # --- setup -------------------------------------------------------------
 
@@ -172,6 +190,8 @@ class Player:
             if s.topic in opts.exclude:
                 continue
             chosen.append(s)
+        if streams and not chosen and (opts.topics is not None or opts.exclude):
+            raise ReactRosError(f'{self.episode.path}: --topics/--exclude leave no topic to play')
         return chosen
 
     def _out_topic(self, topic: str) -> str:
@@ -180,14 +200,17 @@ class Player:
     def _make_publishers(self) -> None:
         types: dict[str, str] = {}
         latched: dict[str, bool] = {}
+        heavy: dict[str, bool] = {}
         for s in self.streams:
             if types.setdefault(s.topic, s.msg_type) != s.msg_type:
                 raise ReactRosError(f'{self.episode.path}: topic {s.topic} carries both '
                                     f'{types[s.topic]} and {s.msg_type}')
             latched[s.topic] = latched.get(s.topic, False) or s.latched
+            heavy[s.topic] = heavy.get(s.topic, False) or s.heavy
         for topic, msg_type in types.items():
             self._publishers[topic] = self.node.create_publisher(
-                message_class(msg_type), self._out_topic(topic), qos.for_stream(latched[topic]))
+                message_class(msg_type), self._out_topic(topic),
+                qos.live_writer(latched[topic], heavy[topic]))
             self._counts[topic] = 0
             self._failed[topic] = 0
             if latched[topic] and msg_type == TF_MESSAGE:
@@ -307,7 +330,7 @@ class Player:
         with self._cv:
             rate, paused, loops = self._rate, self._paused, self._loops
         return PlaybackStats(topics, played, self.t_end - self.t0, rate, paused,
-                             sum(counts.values()), sum(self._failed.values()), loops)
+                             sum(counts.values()), sum(t.failed for t in topics.values()), loops)
 
     # --- services ------------------------------------------------------------
 
@@ -459,7 +482,14 @@ class Player:
         self._publish_clock(from_ns)
         its, readers = self._iterators(from_ns)
         try:
-            for ev in merge(its):
+            merged = merge(its)
+            # The merge needs every stream's first message: wait for the video
+            # readers to open and decode theirs before the clock starts, or the
+            # first frames of every pass would go out late.
+            first = next(merged, None)
+            with self._cv:
+                self._reanchor(from_ns)
+            for ev in itertools.chain([] if first is None else [first], merged):
                 if ev.t_ns > self.limit_ns:
                     return 'end'
                 action = self._wait_for(ev.t_ns)
@@ -590,7 +620,7 @@ class Player:
             if not self._history or now - self._history[-1][0] >= 0.5:
                 self._history.append((now, dict(self._counts)))
         stats = self.stats()
-        if self.options.on_stats is not None and now - self._last_on_stats >= 1.0:
+        if self.options.on_stats is not None and (final or now - self._last_on_stats >= 1.0):
             self._last_on_stats = now
             self.options.on_stats(stats)
         if self.options.quiet:

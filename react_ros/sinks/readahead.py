@@ -92,7 +92,8 @@ class ReadAhead:
 
     def _run(self) -> None:
         it = self.stream.open()
-        size = max(1, self.stream.approx_bytes)
+        # Unknown sizes count as 1 MiB, so a stream that does not say still stays bounded.
+        size = self.stream.approx_bytes if self.stream.approx_bytes > 0 else 1 << 20
         try:
             for t_ns, msg in it:
                 if t_ns < self.from_ns:

@@ -1,0 +1,107 @@
+"""The byte-bounded read-ahead between decoding threads and the publishing thread."""
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from react_ros.errors import DatasetFormatError
+from react_ros.sinks.readahead import ByteBoundedQueue, Cancelled, ReadAhead
+from react_ros.streams import Stream
+
+
+def test_queue_is_bounded_in_bytes() -> None:
+    q = ByteBoundedQueue(100)
+    q.put('a', 60)
+    done = threading.Event()
+
+    def second() -> None:
+        q.put('b', 60)  # does not fit until 'a' is taken
+        done.set()
+
+    threading.Thread(target=second, daemon=True).start()
+    assert not done.wait(0.3)
+    assert q.nbytes == 60
+    assert q.get(5) == 'a'
+    assert done.wait(5)
+    assert q.get(5) == 'b'
+
+
+def test_queue_takes_one_oversized_item() -> None:
+    q = ByteBoundedQueue(10)
+    q.put('big', 1000)  # never deadlock on an item larger than the budget
+    assert q.get(1) == 'big'
+
+
+def test_queue_cancel_unblocks_both_sides() -> None:
+    q = ByteBoundedQueue(10)
+    q.put('a', 10)
+    errors = []
+
+    def put() -> None:
+        try:
+            q.put('b', 10)
+        except Cancelled:
+            errors.append('put')
+
+    t = threading.Thread(target=put)
+    t.start()
+    time.sleep(0.1)
+    q.cancel()
+    t.join(5)
+    assert errors == ['put']
+    with pytest.raises(Cancelled):
+        q.get(1)
+
+
+def _stream(n: int, fail_at: int | None = None, decoded: list[int] | None = None) -> Stream:
+    def gen():
+        for i in range(n):
+            if i == fail_at:
+                raise DatasetFormatError(Path('video.mp4'), f'frame {i} does not decode')
+            if decoded is not None:
+                decoded.append(i)
+            yield i * 10, f'frame {i}'
+    return Stream('/img', 'sensor_msgs/msg/Image', gen, heavy=True, approx_bytes=100)
+
+
+def test_readahead_skips_and_bounds() -> None:
+    decoded: list[int] = []
+    r = ReadAhead(_stream(50, decoded=decoded), from_ns=200, capacity=300, abort=lambda: False)
+    time.sleep(0.3)
+    # 20 frames dropped before 200 ns, then at most 3 of 100 bytes waiting (+1 in hand)
+    assert len(decoded) <= 20 + 3 + 1
+    items = list(r)
+    assert [t for t, _ in items] == list(range(200, 500, 10))
+    r.close()
+
+
+def test_readahead_hands_errors_to_the_consumer() -> None:
+    r = ReadAhead(_stream(10, fail_at=4), from_ns=0, capacity=10_000, abort=lambda: False)
+    got = []
+    with pytest.raises(DatasetFormatError, match='frame 4'):
+        for item in r:
+            got.append(item)
+    assert len(got) == 4
+    r.close()
+
+
+def test_readahead_abort_while_waiting() -> None:
+    release = threading.Event()
+
+    def slow():
+        yield 0, 'first'
+        release.wait(10)
+        yield 10, 'second'
+
+    stop = threading.Event()
+    r = ReadAhead(Stream('/img', 'x/msg/Y', slow, heavy=True), 0, 1000, stop.is_set)
+    it = iter(r)
+    assert next(it) == (0, 'first')
+    stop.set()
+    with pytest.raises(Cancelled):
+        next(it)
+    release.set()
+    r.close()
