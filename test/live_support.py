@@ -59,10 +59,19 @@ class Listener:
             self.executor.spin_once(timeout_sec=0.02)
         return pred()
 
-    def wait_for_publishers(self, topics: Iterable[str], timeout: float = 20.0) -> bool:
+    def wait_for_publishers(self, topics: Iterable[str], timeout: float = 30.0) -> bool:
+        """True once this node sees a publisher on every topic.
+
+        Discovery is not symmetric: the publisher may match this node's readers a
+        little later than this node sees it, and a volatile writer sends nothing
+        to a reader it has not matched yet. So wait one more second after seeing.
+        """
         topics = list(topics)
-        return self.spin_until(
+        seen = self.spin_until(
             lambda: all(self.node.count_publishers(t) > 0 for t in topics), timeout)
+        if seen:
+            self.spin_for(1.0)
+        return seen
 
     def call(self, srv_name: str, srv_type: type, timeout: float = 20.0, **fields: Any) -> Any:
         client = self.node.create_client(srv_type, srv_name)

@@ -16,6 +16,9 @@ from react_ros.ros import qos
 from react_ros.ros.msgs import stamp, to_ns
 from react_ros.streams import Role, merge
 
+# A hang (a lost DDS match, a stuck player) fails the test instead of the whole run.
+pytestmark = pytest.mark.timeout(240)
+
 RECORDED = [f'/{side}/perception_interface/{kind}/state'
             for side in ('left', 'center', 'right') for kind in ('pose', 'camera')] + \
     ['/left/perception_interface/gripper/state', '/right/perception_interface/gripper/state',
@@ -282,17 +285,21 @@ def test_survives_a_subscriber_that_never_reads(episode, listener, tmp_path):
     """A reliable subscriber that never takes its messages must not stall or kill the player."""
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     topics = sorted({s.topic for s in episode.streams if s.role is Role.DATA})
+    # A second node, never spun: its readers fill up and stay full. `listener`
+    # (spun) only finds the player and resumes it.
+    slow = Listener('slow_listener')
     for s in episode.streams:
         if s.role is Role.DATA:
-            listener.subscribe(s.topic, s.msg_type,
-                               QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE))
+            slow.subscribe(s.topic, s.msg_type,
+                           QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE))
     log = tmp_path / 'player.log'
-    player = spawn_player(episode.path, log, rate=5.0, delay=2.0)
+    player = spawn_player(episode.path, log, rate=5.0, start_paused=True)
     try:
         assert listener.wait_for_publishers(topics)
-        # no spinning from here on: this node's readers fill up and stay full
+        listener.call(f'/{PLAYER}/resume', srv.Resume)
         player.wait(120)
     finally:
+        slow.close()
         assert stop(player) == 0, log.read_text()
 
 

@@ -14,6 +14,8 @@ from react_ros.formats.urdf import parse_urdf
 from react_ros.ros.robot_state import RobotModel, robot_state_streams
 from react_ros.streams import Role, Stream
 
+pytestmark = pytest.mark.timeout(180)  # the live tests: a lost DDS match fails, not hangs
+
 URDF = """<?xml version="1.0" encoding="utf-8"?>
 <robot name="t">
   <link name="world"/><link name="origin"/><link name="hmd"/><link name="base"/>
@@ -201,3 +203,43 @@ def test_node_bad_urdf_exits_2(tmp_path: Path) -> None:
         assert proc.returncode == 2, proc.stderr
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and args[1] in lines[0], proc.stderr
+
+
+def test_node_recovers_when_clock_jumps_back() -> None:
+    """A looping player sends /clock back: the node must publish the earlier stamps again."""
+    from rosgraph_msgs.msg import Clock
+    from sensor_msgs.msg import JointState
+
+    from live_support import Listener
+    from react_ros.ros import qos
+    from react_ros.ros.msgs import stamp, to_ns
+    from react_ros.ros.state_publisher import start_state_publisher
+
+    rsp = start_state_publisher(URDF, use_sim_time=True)
+    listener = Listener()
+    try:
+        listener.subscribe('/tf', 'tf2_msgs/msg/TFMessage', qos.TF)
+        clock = listener.node.create_publisher(Clock, '/clock', qos.CLOCK)
+        joints = listener.node.create_publisher(JointState, '/joint_states', 10)
+
+        def play(t_s: int) -> bool:
+            """Clock then joint state at t_s until a /tf with that stamp comes back."""
+            t_ns = t_s * 10**9
+
+            def send() -> bool:
+                clock.publish(Clock(clock=stamp(t_ns)))
+                listener.spin_for(0.05)
+                msg = JointState(name=['a'], position=[0.1])
+                msg.header.stamp = stamp(t_ns)
+                joints.publish(msg)
+                listener.spin_for(0.15)
+                return any(to_ns(m.transforms[0].header.stamp) == t_ns
+                           for m in listener.msgs['/tf'])
+            return listener.spin_until(send, 15)
+
+        assert play(100)
+        assert play(200)
+        assert play(50), 'no /tf after /clock went back: throttle state not reset'
+    finally:
+        listener.close()
+        assert rsp.stop() == 0

@@ -159,6 +159,8 @@ class Player:
         self._last_tick = 0.0
         self._last_progress = 0.0
         self._last_on_stats = 0.0
+        self._last_line = 0.0
+        self._stderr_tty = sys.stderr.isatty()
 
         self._stats_lock = threading.Lock()
         self._counts: dict[str, int] = {}
@@ -383,8 +385,8 @@ class Player:
         keyboard = None
         if self.options.keyboard and Keyboard.available():
             keyboard = Keyboard({SPACE: self.toggle_paused, RIGHT: self._key_next,
-                                 UP: lambda: self.set_rate(self.get_rate() + 0.1),
-                                 DOWN: lambda: self.set_rate(max(0.1, self.get_rate() - 0.1))})
+                                 UP: lambda: self._step_rate(+0.1),
+                                 DOWN: lambda: self._step_rate(-0.1)})
         try:
             if self.options.delay_s > 0:
                 self._stop.wait(self.options.delay_s)
@@ -419,6 +421,10 @@ class Player:
                 if self._stop.is_set() or not self.node.context.ok():
                     return
                 raise
+
+    def _step_rate(self, delta: float) -> None:
+        # rounded, so that ten presses of "up" give 2.0 and not 2.0000000000000004
+        self.set_rate(max(0.1, round(self.get_rate() + delta, 6)))
 
     def _key_next(self) -> None:
         self.play_next(1, wait=None)
@@ -625,12 +631,19 @@ class Player:
             self.options.on_stats(stats)
         if self.options.quiet:
             return
+        if not self._stderr_tty and not final and now - self._last_line < 5.0:
+            return  # a log file gets a line every 5 s, not a \r-joined stream
+        self._last_line = now
         state = 'paused ' if stats.paused else 'playing'
         line = (f'\r[{state}] {stats.played_ns / 1e9:8.3f} / {stats.total_ns / 1e9:.3f} s'
                 f'  rate {stats.rate:.2f}  msgs {stats.published}')
         if stats.failed:
             line += f'  dropped {stats.failed}'
-        sys.stderr.write(line + ('\n' if final else ''))
+        if not self._stderr_tty:
+            line = line[1:] + '\n'
+        elif final:
+            line += '\n'
+        sys.stderr.write(line)
         sys.stderr.flush()
 
 
