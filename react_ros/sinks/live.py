@@ -76,6 +76,9 @@ class PlayOptions:
     quiet: bool = False
     keyboard: bool = True
     read_ahead_bytes: int = 256 * 2**20
+    # Keep each message's lateness against its scheduled wall time (for the
+    # benchmark); off by default so memory stays flat however long the episode.
+    record_lateness: bool = False
     # True: the player also publishes the Role.ROBOT_STATE streams itself
     # (/robot_description, /tf_static of fixed joints, /tf of movable joints);
     # by default a (real or drop-in) robot_state_publisher does that.
@@ -101,6 +104,7 @@ class PlaybackStats:
     published: int
     failed: int
     loops: int
+    span_s: float = 0.0  # wall time from the first to the last data message published
 
 
 class _Steps:
@@ -167,6 +171,10 @@ class Player:
         self._failed: dict[str, int] = {}
         self._history: deque[tuple[float, dict[str, int]]] = deque(maxlen=5)
         self._played_ns = 0
+        self._due = 0.0
+        self._first_pub: float | None = None  # wall times of the first and last data message
+        self._last_pub = 0.0
+        self._lateness: list[float] | None = [] if opts.record_lateness else None
 
         self._publishers: dict[str, Any] = {}
         self._latched_tf: dict[str, dict[str, Any]] = {}
@@ -318,6 +326,10 @@ class Player:
         with self._cv:
             self._changed()
 
+    def lateness_ns(self) -> list[int]:
+        """Publish time minus scheduled wall time of every message played on schedule."""
+        return [int(x * 1e9) for x in self._lateness or []]
+
     def stats(self) -> PlaybackStats:
         with self._stats_lock:
             now = time.monotonic()
@@ -329,10 +341,12 @@ class Player:
                     rates = {t: (counts[t] - old.get(t, 0)) / (now - then) for t in counts}
             topics = {t: TopicStats(counts[t], self._failed[t], rates[t]) for t in counts}
             played = self._played_ns
+            span = self._last_pub - self._first_pub if self._first_pub is not None else 0.0
         with self._cv:
             rate, paused, loops = self._rate, self._paused, self._loops
         return PlaybackStats(topics, played, self.t_end - self.t0, rate, paused,
-                             sum(counts.values()), sum(t.failed for t in topics.values()), loops)
+                             sum(counts.values()), sum(t.failed for t in topics.values()), loops,
+                             span)
 
     # --- services ------------------------------------------------------------
 
@@ -502,6 +516,8 @@ class Player:
                 if action in ('stop', 'seek'):
                     return action
                 self._publish(self.streams[ev.stream_idx], ev.msg)
+                if action == 'go' and self._lateness is not None:
+                    self._lateness.append(time.monotonic() - self._due)
                 self._played_ns = ev.t_ns - self.t0
                 if action == 'step':
                     self._step_done(ev.t_ns)
@@ -533,6 +549,7 @@ class Player:
                     due = self._anchor_wall + (t_ns - self._anchor_ns) / self._rate / 1e9
                     if now >= due:
                         action = 'go'
+                        self._due = due
                     timeout = min(due - now, period)
                 if self._tick(now, period):
                     clock_value = self._now_ns()
@@ -586,8 +603,12 @@ class Player:
             with self._stats_lock:
                 self._failed[topic] += 1
             return
+        now = time.monotonic()
         with self._stats_lock:
             self._counts[topic] += 1
+            if self._first_pub is None:
+                self._first_pub = now
+            self._last_pub = now
 
     def _publish_clock(self, t_ns: int) -> None:
         if self._clock_pub is None:
