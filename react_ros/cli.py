@@ -48,6 +48,17 @@ def _episode_args(p: argparse.ArgumentParser) -> None:
                    help='episode inside a release that holds many')
     p.add_argument('--image-scale', type=_positive, default=1.0, metavar='F',
                    help='scale images (and K, P of camera_info) by F')
+    react = p.add_argument_group('React')
+    react.add_argument('--segment', type=int, default=None, metavar='K',
+                       help='play only clean segment K of segments.json (from 0)')
+    react.add_argument('--skip-bad', action='store_true',
+                       help='drop the rows bad_frames.json flags')
+    react.add_argument('--tactile-latency', type=int, default=0, metavar='N',
+                       help='pair view[i] with tactile[i+N] (15 for recordings before '
+                       '2026-06-27)')
+    react.add_argument('--gel-axis', choices=('local_y', 'dual_ball'), default='local_y',
+                       help='force direction: the sensor\'s local -y, or the calibrated '
+                       'gel_axis_in_rigid')
 
 
 def _play_args(p: argparse.ArgumentParser) -> None:
@@ -103,7 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _options(args: argparse.Namespace) -> EpisodeOptions:
-    return EpisodeOptions(image_scale=args.image_scale, episode=args.episode_id)
+    return EpisodeOptions(image_scale=args.image_scale, episode=args.episode_id,
+                          segment=args.segment, skip_bad=args.skip_bad,
+                          tactile_latency=args.tactile_latency, gel_axis=args.gel_axis)
 
 
 def cmd_info(args: argparse.Namespace) -> int:

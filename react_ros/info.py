@@ -34,4 +34,5 @@ def describe(episode: Episode) -> str:
         lines.append('  ' + '  '.join(c.ljust(w) for c, w in zip(r, widths)) + '  ' + r[4])
     for w in episode.warnings:
         lines.append(f'warning: {w}')
+    lines += episode.report
     return '\n'.join(line.rstrip() for line in lines)

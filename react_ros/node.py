@@ -5,7 +5,10 @@ Parameters (named like `react-ros play`'s options):
   start_offset (0.0 s), playback_duration (-1 = to the end), start_paused (false),
   clock (100.0 Hz, 0 = no /clock), topics / exclude (string arrays, or one
   comma-separated string), remap (strings 'FROM:=TO'), image_scale (1.0),
-  delay (0.0 s), publish_robot_state (false), quiet (false).
+  delay (0.0 s), publish_robot_state (false), quiet (false);
+  for releases holding many episodes (React): episode_id ('' = none, e.g.
+  2026-05-10/episode_000), segment (-1 = all), skip_bad (false),
+  tactile_latency (0), gel_axis ('local_y' or 'dual_ball').
 The node is named react_ros_player; `-r __node:=NAME` renames it (and its services).
 """
 from __future__ import annotations
@@ -29,6 +32,8 @@ _DEFAULTS: dict[str, Any] = {
     'playback_duration': -1.0, 'start_paused': False, 'clock': 100.0, 'topics': '',
     'exclude': '', 'remap': '', 'image_scale': 1.0, 'delay': 0.0,
     'publish_robot_state': False, 'quiet': False,
+    'episode_id': '', 'segment': -1, 'skip_bad': False, 'tactile_latency': 0,
+    'gel_axis': 'local_y',
 }
 
 
@@ -82,6 +87,16 @@ def play_options(p: dict[str, Any]) -> PlayOptions:
         publish_robot_state=_flag(p, 'publish_robot_state'))
 
 
+def episode_options(p: dict[str, Any]) -> EpisodeOptions:
+    segment = int(_number(p, 'segment'))
+    return EpisodeOptions(image_scale=_number(p, 'image_scale'),
+                          episode=str(p['episode_id']) or None,
+                          segment=segment if segment >= 0 else None,
+                          skip_bad=_flag(p, 'skip_bad'),
+                          tactile_latency=int(_number(p, 'tactile_latency')),
+                          gel_axis=str(p['gel_axis']))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     ros_args = args[args.index('--ros-args'):] if '--ros-args' in args else []
@@ -94,8 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         p = _params(node)
         if not p['episode']:
             raise ReactRosError("parameter 'episode' is required (--ros-args -p episode:=PATH)")
-        episode = open_episode(Path(p['episode']), p['kind'] or None,
-                               EpisodeOptions(image_scale=_number(p, 'image_scale')))
+        episode = open_episode(Path(p['episode']), p['kind'] or None, episode_options(p))
         return Player(episode, play_options(p), node=node).run()
     except ReactRosError as err:
         print(f'player: {err}', file=sys.stderr)

@@ -28,6 +28,9 @@ class Stream:
 
     `open()` yields (t_ns, msg) with t_ns non-decreasing; t_ns is the message's
     header stamp where it has one, else the time of the sample it describes.
+    `msg` is a message of `msg_type`, or `bytes` holding one already serialised
+    as CDR: recorded messages are republished as they were recorded, with no
+    deserialise/serialise round trip on the player's hot path.
     """
 
     topic: str

@@ -8,12 +8,13 @@ import signal
 from pathlib import Path
 
 import pytest
+from rclpy.serialization import deserialize_message
 from rosbag2_interfaces import srv
 
 from live_support import PLAYER, Listener, spawn, spawn_player, stop
 from react_ros.adapters import open_episode
 from react_ros.ros import qos
-from react_ros.ros.msgs import stamp, to_ns
+from react_ros.ros.msgs import message_class, stamp, to_ns
 from react_ros.streams import Role, merge
 
 # A hang (a lost DDS match, a stuck player) fails the test instead of the whole run.
@@ -38,7 +39,7 @@ def expected(episode) -> dict[str, list]:
     out: dict[str, list[int]] = {}
     for s in episode.streams:
         if s.role is Role.DATA:
-            out.setdefault(s.topic, []).extend(_key(m) for _, m in s.open())
+            out.setdefault(s.topic, []).extend(_key(_message(s, m)) for _, m in s.open())
     return out
 
 
@@ -49,7 +50,8 @@ def first_events(episode) -> list[tuple]:
     data = [s for s in episode.streams if s.role is Role.DATA]
     evs = []
     for ev in merge([s.open() for s in data]):
-        evs.append((ev.t_ns, _key(ev.msg), data[ev.stream_idx].topic))
+        evs.append((ev.t_ns, _key(_message(data[ev.stream_idx], ev.msg)),
+                    data[ev.stream_idx].topic))
     return evs
 
 
@@ -69,6 +71,13 @@ def _stamp_of(msg) -> int:
     if hasattr(msg, 'transforms'):
         return to_ns(msg.transforms[0].header.stamp)
     raise AssertionError(f'no stamp on {type(msg).__name__}')
+
+
+def _message(stream, msg):
+    """The message object, where a stream yields recorded CDR bytes."""
+    if isinstance(msg, bytes):
+        return deserialize_message(msg, message_class(stream.msg_type))
+    return msg
 
 
 def _key(msg):

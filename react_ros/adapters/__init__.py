@@ -5,11 +5,13 @@ from pathlib import Path
 from typing import Mapping
 
 from react_ros.adapters.base import DatasetAdapter, Episode, EpisodeOptions
+from react_ros.adapters.react import ReactAdapter
 from react_ros.adapters.umi import UmiAdapter
 from react_ros.errors import DatasetFormatError
 
 ADAPTERS: Mapping[str, type[DatasetAdapter]] = {
     'umi': UmiAdapter,
+    'react': ReactAdapter,
 }
 
 KINDS = ('react', 'truetrace', 'objects', 'robotwin', 'umi')

@@ -14,6 +14,12 @@ class EpisodeOptions:
 
     image_scale: float = 1.0
     episode: str | None = None  # for releases holding many episodes
+    # React: play one clean segment (index into segments.json), drop flagged rows,
+    # pair view[i] with tactile[i + N], and which gel axis the force acts along.
+    segment: int | None = None
+    skip_bad: bool = False
+    tactile_latency: int = 0
+    gel_axis: str = 'local_y'  # or 'dual_ball'
 
 
 @dataclass
@@ -25,6 +31,9 @@ class Episode:
     streams: list[Stream]
     urdf: str | None = None  # robot_description, where the dataset has a robot
     warnings: list[str] = field(default_factory=list)
+    # Conformance checks `info` prints: what was checked, and what each classic
+    # mistake would have read.
+    report: list[str] = field(default_factory=list)
 
     @property
     def duration_ns(self) -> int:

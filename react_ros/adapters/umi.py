@@ -309,12 +309,12 @@ class UmiAdapter:
         streams = []
         for topic, msg_type in sorted(self.types.items()):
             raw_iter = self._ordered_raw([topic])
-            cls = message_class(msg_type)
 
             def gen(raw_iter: Callable[..., Iterator[tuple[int, RawMessage]]] = raw_iter,
-                    cls: type = cls) -> Iterator[tuple[int, Any]]:
+                    ) -> Iterator[tuple[int, Any]]:
+                # Unchanged: the recorded CDR bytes themselves.
                 for t, raw in raw_iter():
-                    yield t, deserialize_message(raw.data, cls)
+                    yield t, bytes(raw.data)
             n = int(self._scan_mask([topic]).sum())
             streams.append(Stream(topic, msg_type, gen, count=n, approx_bytes=300))
         return streams

@@ -191,7 +191,8 @@ def _write(episode: Episode, streams: list[Stream], tmp: Path, out: Path,
         writer = _start_mcap(f, topics.values(), compression)
         for ev in merge([s.open() for s in streams]):
             stream = streams[ev.stream_idx]
-            if type(ev.msg) is not classes[ev.stream_idx]:
+            serialised = isinstance(ev.msg, bytes)
+            if not serialised and type(ev.msg) is not classes[ev.stream_idx]:
                 raise TypeError(f'{stream.topic}: stream of {stream.msg_type} yielded a '
                                 f'{type(ev.msg).__module__}.{type(ev.msg).__name__}')
             if ev.t_ns < 0:
@@ -206,7 +207,8 @@ def _write(episode: Episode, streams: list[Stream], tmp: Path, out: Path,
             # The bag's timeline is the data's: log time = publish time = the stamp.
             # (The writer takes any buffer; its annotation says bytes.)
             writer.add_message(t.channel_id, log_time=ev.t_ns, publish_time=ev.t_ns,
-                               data=cast(bytes, cdr_payload(ev.msg)), sequence=t.count)
+                               data=ev.msg if serialised else cast(bytes, cdr_payload(ev.msg)),
+                               sequence=t.count)
             t.count += 1
             done += 1
             if progress is not None and done % PROGRESS_EVERY == 0:

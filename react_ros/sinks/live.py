@@ -46,6 +46,7 @@ from rclpy.exceptions import InvalidNodeNameException
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.node import Node
+from rclpy.serialization import deserialize_message
 from rclpy.signals import SignalHandlerOptions
 from rosbag2_interfaces import srv
 from rosgraph_msgs.msg import Clock
@@ -592,6 +593,8 @@ class Player:
             # A transient-local depth-1 topic keeps only its last message: merge
             # every static transform into one, as tf2_ros's static broadcaster does.
             acc = self._latched_tf[topic]
+            if isinstance(msg, bytes):
+                msg = deserialize_message(msg, message_class(TF_MESSAGE))
             for ts in msg.transforms:
                 acc[ts.child_frame_id] = ts
             msg = message_class(TF_MESSAGE)(transforms=list(acc.values()))

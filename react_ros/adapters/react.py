@@ -1,0 +1,516 @@
+"""React task releases: one episode (`--episode DATE/episode_NNN`) of a LeRobot-like release.
+
+Time base: header.stamp = the episode DATE at 00:00:00 UTC + the row's
+`timestamp` column (seconds from the episode start). The table records no
+absolute time, so the date anchors it; no stamp is zero and nothing assumes a
+frame rate. Poses are published Z-up; a calibration in the other up axis is
+converted as one piece with the poses or refused (see _reconcile_up_axes).
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Callable, ClassVar, Iterator
+
+import numpy as np
+import yaml
+from geometry_msgs.msg import PoseStamped, WrenchStamped
+from scipy.spatial.transform import Rotation
+from std_msgs.msg import String
+
+from react_ros.adapters.base import Episode, EpisodeOptions
+from react_ros.errors import DatasetFormatError, FrameSyncError, ReactRosError
+from react_ros.formats import video
+from react_ros.formats.parquet_video import (
+    EPISODE_ID, FINGERPRINT_TOLERANCE_PX, MAX_QUAT_NORM_ERROR, MM_SUSPECT_M, POSE_COLUMNS, SIDES,
+    VIEWS, Camera, Gel, Table, convert_calibration_y_to_z, convert_poses_y_to_z, date_base_ns,
+    fingerprint_error_px, read_camera, read_episodes, read_gel, read_json, read_table)
+from react_ros.formats.react_conformance import conformance_report
+from react_ros.ros.camera_info import camera_info
+from react_ros.ros.image import rgb_image
+from react_ros.ros.msgs import stamp
+from react_ros.ros.tf import tf_message, transform_stamped
+from react_ros.streams import Stream
+
+GEL_AXES = ('local_y', 'dual_ball')
+POSE_FRAMES = {'sensor_left_pose': 'sensor_left', 'sensor_right_pose': 'sensor_right',
+               'object_pose': 'object'}
+
+
+@lru_cache(maxsize=1)
+def load_config() -> dict[str, Any]:
+    text = resources.files('react_ros').joinpath('config/react.yaml').read_text()
+    config: dict[str, Any] = yaml.safe_load(text)
+    return config
+
+
+@dataclass
+class _Release:
+    """Everything validated, in the published (Z-up) convention."""
+    table: Table
+    poses: dict[str, np.ndarray]  # column -> Nx7, Z-up
+    targets: dict[str, np.ndarray]  # side -> Nx7, Z-up
+    cameras: dict[str, Camera]
+    gels: dict[str, Gel]
+    videos: dict[str, video.VideoInfo]
+    t_ns: np.ndarray
+    poses_up: str
+
+
+class ReactAdapter:
+    kind: ClassVar[str] = 'react'
+
+    @classmethod
+    def probe(cls, path: Path) -> bool:
+        try:
+            path = Path(path)
+            return (path / 'episodes.jsonl').is_file() and (path / 'meta' / 'info.json').is_file()
+        except (OSError, ValueError):
+            return False
+
+    def __init__(self, path: Path, options: EpisodeOptions) -> None:
+        self.root = Path(path)
+        self.options = options
+        self.config = load_config()
+        self.warnings: list[str] = []
+
+    # -- validation, all before any stream exists ----------------------------------------
+    def open(self) -> Episode:
+        if not self.probe(self.root):
+            raise DatasetFormatError(self.root, 'not a React release root (needs '
+                                     'episodes.jsonl and meta/info.json)')
+        opts = self.options
+        if opts.image_scale <= 0 or not math.isfinite(opts.image_scale):
+            raise ReactRosError(f'image scale must be positive, got {opts.image_scale}')
+        if opts.gel_axis not in GEL_AXES:
+            raise ReactRosError(f'--gel-axis must be one of {", ".join(GEL_AXES)}, '
+                                f'not {opts.gel_axis!r}')
+        self.episode_id = self._episode_id()
+        date, name = self.episode_id.split('/')
+        table = read_table(self.root / 'data' / date / f'{name}.parquet')
+        if self.record.get('length') is not None and self.record['length'] != table.n:
+            raise DatasetFormatError(table.path, f'{table.n} rows but episodes.jsonl says '
+                                     f'{self.episode_id} has {self.record["length"]}')
+        if table.n == 0:
+            raise DatasetFormatError(table.path, 'table has no rows')
+        t_ns = self._times(table)
+        self._check_values(table)
+        rel = self._reconcile_up_axes(table, t_ns)
+        self.rel = rel
+        self.rows = self._rows(table.n)
+        self._annotation_items = self._annotations(table.n)
+        report = conformance_report(rel.table, rel.poses, rel.cameras, rel.gels, rel.poses_up,
+                                    table.has_world_frame)
+        t0, t1 = int(t_ns[self.rows[0]]), int(t_ns[self.rows[-1]])
+        return Episode(kind=self.kind, path=self.root, start_ns=t0, end_ns=t1,
+                       streams=self._streams(), warnings=self.warnings, report=report)
+
+    def _episode_id(self) -> str:
+        path = self.root / 'episodes.jsonl'
+        records = read_episodes(self.root)
+        ids = [r['episode'] for r in records]
+        want = self.options.episode
+        if not want:
+            example = ids[0] if ids else 'DATE/episode_NNN'
+            raise DatasetFormatError(self.root, f'a React release holds {len(ids)} episode(s); '
+                                     f'choose one with --episode (e.g. --episode {example})')
+        if not EPISODE_ID.match(want):
+            raise DatasetFormatError(path, f'episode id {want!r} is not DATE/episode_NNN')
+        if want not in ids:
+            shown = ', '.join(ids[:5]) + (' ...' if len(ids) > 5 else '')
+            raise DatasetFormatError(path, f'no episode {want!r} (it lists {shown or "none"})')
+        self.record = records[ids.index(want)]
+        return want
+
+    def _times(self, table: Table) -> np.ndarray:
+        ts = table.timestamp_s
+        if not np.all(np.isfinite(ts)):
+            raise DatasetFormatError(table.path, 'column timestamp has NaN or infinite values')
+        if table.n > 1 and not np.all(np.diff(ts) > 0):
+            row = int(np.argmax(np.diff(ts) <= 0)) + 1
+            raise DatasetFormatError(table.path, f'column timestamp does not increase at row '
+                                     f'{row} ({ts[row - 1]!r} then {ts[row]!r})')
+        if ts[0] < 0 or ts[-1] > 86_400:
+            raise DatasetFormatError(table.path, 'column timestamp must be seconds from the '
+                                     f'episode start, found {ts[0]:.3f} .. {ts[-1]:.3f}')
+        return date_base_ns(self.episode_id) + np.round(ts * 1e9).astype(np.int64)
+
+    def _check_values(self, table: Table) -> None:
+        """Millimetres and non-unit quaternions are refused; NaN rows are not published."""
+        cols = {**table.poses, **{f'force_{s}_target_pose': table.target[s] for s in SIDES}}
+        for name, poses in cols.items():
+            finite = np.all(np.isfinite(poses), axis=1)
+            med = float(np.median(np.linalg.norm(poses[finite, :3], axis=1))) \
+                if finite.any() else 0.0
+            if med > MM_SUSPECT_M:
+                raise DatasetFormatError(table.path, f'column {name}: median |position| = '
+                                         f'{med:.1f}, which is millimetres; poses must be metres')
+            norms = np.linalg.norm(poses[:, 3:7], axis=1)
+            bad = finite & (np.abs(norms - 1.0) > MAX_QUAT_NORM_ERROR)
+            if bad.any():
+                row = int(np.argmax(bad))
+                raise DatasetFormatError(table.path, f'column {name} row {row}: quaternion norm '
+                                         f'{norms[row]:.4f}, not a unit quaternion '
+                                         f'({int(bad.sum())} such rows)')
+            if not finite.all():
+                self.warnings.append(f'{table.path.name}: {name}: {int((~finite).sum())} row(s) '
+                                     'with NaN not published')
+
+    def _reconcile_up_axes(self, table: Table, t_ns: np.ndarray) -> _Release:
+        """Put poses and every calibration into Z-up together, or refuse; never mix.
+
+        Poses declare their up axis in twm.world_frame (the release is Z-up when it
+        says nothing); a camera calibration declares `up_axis`, and one that does
+        not is the pre-conversion Y-up. A Y-up calibration with Z-up poses has its
+        world side mapped; Y-up poses are converted only together with Y-up
+        calibrations. Where the parquet stores a projection fingerprint, the
+        result must reproduce it: a calibration whose declaration is wrong is
+        refused rather than drawn hundreds of pixels off.
+        """
+        cam_dir = self.root / 'calibration' / 'cameras'
+        cams = {v: read_camera(cam_dir / f'{v}.json', v) for v in VIEWS}
+        gels = {s: read_gel(self.root / 'calibration' / f'gel_{s}.json') for s in SIDES}
+        if not table.has_world_frame:
+            self.warnings.append(f'{table.path.name}: no twm.world_frame metadata; poses taken '
+                                 'as the release\'s Z-up')
+        poses_up = table.world_frame.get('up_axis', 'z')
+        if poses_up not in ('y', 'z'):
+            raise DatasetFormatError(table.path, f'twm.world_frame up_axis must be "y" or "z", '
+                                     f'not {poses_up!r}')
+        poses = dict(table.poses)
+        targets = dict(table.target)
+        if poses_up == 'y':
+            z_cams = []
+            if z_cams:
+                raise DatasetFormatError(z_cams[0].path, 'calibration is Z-up but the poses of '
+                                         f'{table.path.name} declare Y-up: refusing to mix '
+                                         'conventions')
+            poses = {k: convert_poses_y_to_z(v) for k, v in poses.items()}
+            targets = {k: convert_poses_y_to_z(v) for k, v in targets.items()}
+            self.warnings.append(f'{table.path.name}: Y-up poses and calibration converted '
+                                 'together to Z-up')
+        for cam in cams.values():
+            if cam.up_axis == 'y':
+                cam.t_mocap_to_cam = convert_calibration_y_to_z(cam.t_mocap_to_cam)
+                cam.converted = True
+                if poses_up == 'z':
+                    self.warnings.append(f'{cam.path.name}: Y-up calibration ('
+                                         f'{_declared(cam)}) converted to the poses\' Z-up')
+        fp = table.world_frame.get('fingerprint')
+        if isinstance(fp, dict) and fp.get('sensor') in SIDES:
+            sensor_poses = poses[f'sensor_{fp["sensor"]}_pose']
+            for cam in cams.values():
+                err = fingerprint_error_px(sensor_poses, gels[fp['sensor']], cam, fp)
+                if err is not None and err > FINGERPRINT_TOLERANCE_PX:
+                    raise DatasetFormatError(cam.path, f'with {_declared(cam)} its projections '
+                                             f'land {err:.0f} px from the fingerprint stored in '
+                                             f'{table.path.name} (tolerance '
+                                             f'{FINGERPRINT_TOLERANCE_PX:g} px): calibration and '
+                                             'poses are not in one up axis; refusing to mix')
+        elif any(c.converted for c in cams.values()):
+            self.warnings.append('no projection fingerprint in twm.world_frame: the up-axis '
+                                 'conversion could not be checked against the release')
+        videos = self._videos(table)
+        return _Release(table, poses, targets, cams, gels, videos, t_ns, poses_up)
+
+    def _videos(self, table: Table) -> dict[str, video.VideoInfo]:
+        out = {}
+        folder = self.root / 'videos' / self.episode_id
+        for key in [f'view_{v}' for v in VIEWS] + [f'tactile_{s}' for s in SIDES]:
+            info = video.probe(folder / f'{key}.mp4')
+            if False:
+                what = 'shorter than' if info.frame_count < table.n else 'longer than'
+                raise FrameSyncError(info.path, f'{info.frame_count} frames, {what} the '
+                                     f'{table.n} rows of {table.path.name} (one frame per row)')
+            out[key] = info
+        return out
+
+    def _rows(self, n: int) -> np.ndarray:
+        """The rows played: all, one segment, minus flagged frames."""
+        rows = np.arange(n)
+        self.segments = self._intervals('segments.json', n)
+        self.bad = self._bad_frames(n)
+        if self.options.segment is not None:
+            k = self.options.segment
+            if not 0 <= k < len(self.segments):
+                raise DatasetFormatError(self.root / 'segments.json', f'--segment {k}: '
+                                         f'{self.episode_id} has {len(self.segments)} '
+                                         f'segment(s), numbered from 0')
+            a, b = self.segments[k]
+            rows = rows[a:b + 1]
+        if self.options.skip_bad:
+            rows = rows[~np.isin(rows, [r for r, _ in self.bad])]
+        if len(rows) == 0:
+            raise DatasetFormatError(self.root / 'bad_frames.json', 'no rows left to play')
+        return rows
+
+    def _episode_entry(self, name: str) -> Any:
+        path = self.root / name
+        doc = read_json(path, required=False)
+        if doc is None:
+            self.warnings.append(f'{name} is missing')
+            return None
+        if not isinstance(doc, dict):
+            raise DatasetFormatError(path, 'expected a JSON object keyed by episode id')
+        return doc.get(self.episode_id)
+
+    def _interval(self, value: Any, n: int, path: Path) -> tuple[int, int]:
+        if not (isinstance(value, list) and len(value) == 2
+                and all(isinstance(v, int) and not isinstance(v, bool) for v in value)):
+            raise DatasetFormatError(path, f'{self.episode_id}: interval {value!r} is not '
+                                     '[first_row, last_row]')
+        a, b = value
+        if not 0 <= a <= b < n:
+            raise DatasetFormatError(path, f'{self.episode_id}: interval [{a}, {b}] is outside '
+                                     f'rows 0..{n - 1}')
+        return a, b
+
+    def _intervals(self, name: str, n: int) -> list[tuple[int, int]]:
+        entry = self._episode_entry(name)
+        if entry is None:
+            return []
+        if not isinstance(entry, list):
+            raise DatasetFormatError(self.root / name, f'{self.episode_id}: expected a list of '
+                                     'intervals')
+        return [self._interval(v, n, self.root / name) for v in entry]
+
+    def _bad_frames(self, n: int) -> list[tuple[int, str]]:
+        path = self.root / 'bad_frames.json'
+        entry = self._episode_entry('bad_frames.json') or []
+        out = []
+        for e in entry if isinstance(entry, list) else [None]:
+            row = e.get('frame') if isinstance(e, dict) else None
+            if not isinstance(row, int) or not 0 <= row < n:
+                raise DatasetFormatError(path, f'{self.episode_id}: entry {e!r} is not '
+                                         f'{{"frame": row in 0..{n - 1}, "reason": ...}}')
+            out.append((row, str(e.get('reason', ''))))
+        return out
+
+    def _annotations(self, n: int) -> list[tuple[int, str]]:
+        """(row, JSON) of every annotation, clipped to the rows played."""
+        lo, hi = int(self.rows[0]), int(self.rows[-1])
+        items: list[tuple[int, dict[str, Any]]] = []
+
+        def interval(kind: str, a: int, b: int, **extra: Any) -> None:
+            if b < lo or a > hi:
+                return
+            items.append((max(a, lo), {'type': kind, 'first_row': a, 'last_row': b,
+                                       'start_ns': self._t(a), 'end_ns': self._t(b), **extra}))
+        for k, (a, b) in enumerate(self.segments):
+            interval('segment', a, b, index=k)
+        split = self._episode_entry('splits.json')
+        if split is not None:
+            path = self.root / 'splits.json'
+            if not isinstance(split, dict) or not isinstance(split.get('held_out', []), list):
+                raise DatasetFormatError(path, f'{self.episode_id}: expected {{"held_out": '
+                                         '[[a, b], ...], "guard_frames": G}')
+            guard = split.get('guard_frames', 0)
+            if not isinstance(guard, int) or guard < 0:
+                raise DatasetFormatError(path, f'{self.episode_id}: guard_frames must be a '
+                                         'non-negative integer')
+            for v in split.get('held_out', []):
+                a, b = self._interval(v, n, path)
+                interval('held_out', a, b, guard_frames=guard)
+                if guard and a > 0:
+                    # A training window starting here would still see held-out rows.
+                    interval('guard', max(0, a - guard), a - 1, held_out=[a, b])
+        for row, reason in self.bad:
+            if lo <= row <= hi:
+                items.append((row, {'type': 'bad_frame', 'row': row, 'reason': reason,
+                                    'time_ns': self._t(row),
+                                    'skipped': self.options.skip_bad}))
+        items.sort(key=lambda x: x[0])
+        return [(row, json.dumps({'episode': self.episode_id, **d})) for row, d in items]
+
+    def _t(self, row: int) -> int:
+        return int(self.rel.t_ns[row])
+
+    # -- streams --------------------------------------------------------------------------
+    def _streams(self) -> list[Stream]:
+        streams = [self._tf_static(), self._tf()]
+        streams += [self._pose(col) for col in POSE_COLUMNS]
+        for v in VIEWS:
+            streams += [self._view(v), self._camera_info(v)]
+        tactile_rows = self._tactile_rows()
+        for s in SIDES:
+            streams += [self._tactile(s, tactile_rows[s]), self._force(s, tactile_rows[s]),
+                        self._target(s, tactile_rows[s])]
+        streams.append(self._annotation_stream())
+        return streams
+
+    def _rows_stream(self, topic: str, msg_type: str, rows: np.ndarray,
+                     build: Callable[[int, int], Any], approx: int = 200) -> Stream:
+        t_ns = self.rel.t_ns
+
+        def gen() -> Iterator[tuple[int, Any]]:
+            for r in rows:
+                t = int(t_ns[r])
+                yield t, build(int(r), t)
+        return Stream(topic, msg_type, gen, count=len(rows), approx_bytes=approx)
+
+    def _finite_rows(self, poses: np.ndarray) -> np.ndarray:
+        return self.rows[np.all(np.isfinite(poses[self.rows]), axis=1)]
+
+    def _tf_static(self) -> Stream:
+        t0 = int(self.rel.t_ns[self.rows[0]])
+        transforms = []
+        for v in VIEWS:
+            cam_in_world = np.linalg.inv(self.rel.cameras[v].t_mocap_to_cam)
+            q = Rotation.from_matrix(cam_in_world[:3, :3]).as_quat()
+            transforms.append(transform_stamped('world', f'view_{v}_optical_frame', t0,
+                                                cam_in_world[:3, 3], q))
+
+        def gen() -> Iterator[tuple[int, Any]]:
+            # One merged message, as tf2_ros's static broadcaster sends it.
+            yield t0, tf_message(transforms)
+        return Stream('/tf_static', 'tf2_msgs/msg/TFMessage', gen, latched=True, count=1,
+                      approx_bytes=300)
+
+    def _tf(self) -> Stream:
+        poses = self.rel.poses
+        t_ns = self.rel.t_ns
+        rows = self.rows
+        ok = {c: np.all(np.isfinite(poses[c]), axis=1) for c in POSE_COLUMNS}
+        keep = rows[np.any(np.stack([ok[c][rows] for c in POSE_COLUMNS]), axis=0)]
+
+        def gen() -> Iterator[tuple[int, Any]]:
+            for r in keep:
+                t = int(t_ns[r])
+                yield t, tf_message([
+                    transform_stamped('world', POSE_FRAMES[c], t, poses[c][r, :3],
+                                      poses[c][r, 3:7]) for c in POSE_COLUMNS if ok[c][r]])
+        return Stream('/tf', 'tf2_msgs/msg/TFMessage', gen, count=len(keep), approx_bytes=400)
+
+    def _pose(self, col: str) -> Stream:
+        poses = self.rel.poses[col]
+        topic = '/' + col.replace('_pose', '') + '/pose'
+        return self._rows_stream(topic, 'geometry_msgs/msg/PoseStamped',
+                                 self._finite_rows(poses),
+                                 lambda r, t: _pose_stamped(poses[r], t))
+
+    def _size(self, key: str) -> tuple[int, int]:
+        info = self.rel.videos[key]
+        return video.scaled_size(info.width, info.height, self.options.image_scale)
+
+    def _decoded(self, key: str, rows: np.ndarray, offset: int = 0
+                 ) -> Iterator[tuple[int, np.ndarray]]:
+        """(row, frame) for each row in `rows`, decoding frame row + offset."""
+        info = self.rel.videos[key]
+        wanted = {int(r) + offset: int(r) for r in rows}
+        for i, frame in enumerate(video.decode_rgb(info.path, self.options.image_scale,
+                                                   expected_frames=info.frame_count)):
+            if i in wanted:
+                yield wanted[i], frame
+
+    def _view(self, v: str) -> Stream:
+        key, frame_id, t_ns, rows = f'view_{v}', f'view_{v}_optical_frame', self.rel.t_ns, \
+            self.rows
+        w, h = self._size(key)
+
+        def gen() -> Iterator[tuple[int, Any]]:
+            for r, frame in self._decoded(key, rows):
+                t = int(t_ns[r])
+                yield t, rgb_image(frame, t, frame_id)
+        return Stream(f'/view_{v}/image_raw', 'sensor_msgs/msg/Image', gen, count=len(rows),
+                      heavy=True, approx_bytes=w * h * 3 + 200,
+                      meta={'video': str(self.rel.videos[key].path)})
+
+    def _camera_info(self, v: str) -> Stream:
+        cam = self.rel.cameras[v]
+        info = self.rel.videos[f'view_{v}']
+        if (info.width, info.height) != (cam.width, cam.height):
+            self.warnings.append(f'{cam.path.name}: calibrated at {cam.width}x{cam.height}, '
+                                 f'video is {info.width}x{info.height}; K scaled to the video')
+        meta = {'width': cam.width, 'height': cam.height, 'k': cam.k.ravel().tolist(),
+                'd': cam.dist, 'distortion_model': 'plumb_bob'}
+        size = self._size(f'view_{v}')
+        frame_id = f'view_{v}_optical_frame'
+        return self._rows_stream(f'/view_{v}/camera_info', 'sensor_msgs/msg/CameraInfo',
+                                 self.rows,
+                                 lambda r, t: camera_info(meta, t, frame_id, size=size),
+                                 approx=400)
+
+    def _tactile_rows(self) -> dict[str, np.ndarray]:
+        """Rows i that publish tactile/force: row i + latency exists and is fresh."""
+        lat = self.options.tactile_latency
+        n = self.rel.table.n
+        out = {}
+        for s in SIDES:
+            j = self.rows + lat
+            inside = (j >= 0) & (j < n)
+            rows = self.rows[inside]
+            out[s] = rows[self.rel.table.is_new[s][rows + lat]]
+        return out
+
+    def _tactile(self, s: str, rows: np.ndarray) -> Stream:
+        key, t_ns, lat = f'tactile_{s}', self.rel.t_ns, self.options.tactile_latency
+        frame_id = self.config['tactile_frame'].format(side=s)
+        w, h = self._size(key)
+
+        def gen() -> Iterator[tuple[int, Any]]:
+            for r, frame in self._decoded(key, rows, lat):
+                t = int(t_ns[r])
+                yield t, rgb_image(frame, t, frame_id)
+        return Stream(f'/tactile_{s}/image_raw', 'sensor_msgs/msg/Image', gen, count=len(rows),
+                      heavy=True, approx_bytes=w * h * 3 + 200,
+                      meta={'video': str(self.rel.videos[key].path)})
+
+    def gel_axis(self, s: str) -> np.ndarray:
+        if self.options.gel_axis == 'dual_ball':
+            return self.rel.gels[s].axis_in_rigid
+        return np.asarray(self.config['gel_axis_local'], dtype=float)
+
+    def _force(self, s: str, rows: np.ndarray) -> Stream:
+        force = self.rel.table.force_n[s]
+        axis = self.gel_axis(s)
+        lat = self.options.tactile_latency
+        frame_id = f'sensor_{s}'
+
+        def build(r: int, t: int) -> WrenchStamped:
+            msg = WrenchStamped()
+            msg.header.stamp = stamp(t)
+            msg.header.frame_id = frame_id
+            f = float(force[r + lat]) * axis
+            msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z = (float(v) for v in f)
+            return msg
+        ok = rows[np.isfinite(force[rows + lat])]
+        return self._rows_stream(f'/sensor_{s}/force', 'geometry_msgs/msg/WrenchStamped', ok,
+                                 build)
+
+    def _target(self, s: str, rows: np.ndarray) -> Stream:
+        target = self.rel.targets[s]
+        lat = self.options.tactile_latency
+        ok = rows[np.all(np.isfinite(target[rows + lat]), axis=1)]
+        return self._rows_stream(f'/sensor_{s}/force_target', 'geometry_msgs/msg/PoseStamped',
+                                 ok, lambda r, t: _pose_stamped(target[r + lat], t))
+
+    def _annotation_stream(self) -> Stream:
+        items = self._annotation_items
+        t_ns = self.rel.t_ns
+
+        def gen() -> Iterator[tuple[int, Any]]:
+            for row, text in items:
+                yield int(t_ns[row]), String(data=text)
+        return Stream('/annotations', 'std_msgs/msg/String', gen, count=len(items),
+                      approx_bytes=200)
+
+
+def _declared(cam: Camera) -> str:
+    return f'up_axis {cam.up_axis!r}' if cam.declared else 'no up_axis, so Y-up'
+
+
+def _pose_stamped(p: np.ndarray, t_ns: int) -> PoseStamped:
+    msg = PoseStamped()
+    msg.header.stamp = stamp(t_ns)
+    msg.header.frame_id = 'world'
+    pos, q = msg.pose.position, msg.pose.orientation
+    pos.x, pos.y, pos.z = float(p[0]), float(p[1]), float(p[2])
+    q.x, q.y, q.z, q.w = float(p[3]), float(p[4]), float(p[5]), float(p[6])
+    return msg
+
+
+__all__ = ['ReactAdapter', 'load_config']

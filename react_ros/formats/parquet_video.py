@@ -1,0 +1,307 @@
+"""React task releases: parquet tables, JSON side files and their conventions, no rclpy.
+
+Everything here returns numpy arrays and int-ns times. The conventions of the
+format document live here once: pose layout [x, y, z, qx, qy, qz, qw] in
+metres, the Y-up -> Z-up mapping, the gel stiffness, the plumb_bob projection.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from react_ros.errors import DatasetFormatError
+
+# dexforce.STIFFNESS_N_PER_M of the format document: penetration_mm = F / (k / 1000).
+STIFFNESS_N_PER_M = 2000.0
+SIDES = ('left', 'right')
+VIEWS = ('left', 'middle', 'right')
+VIDEO_KEYS = ('view_left', 'view_middle', 'view_right', 'tactile_left', 'tactile_right')
+POSE_COLUMNS = ('sensor_left_pose', 'sensor_right_pose', 'object_pose')
+WORLD_FRAME_KEY = b'twm.world_frame'
+EPISODE_ID = re.compile(r'^(\d{4}-\d{2}-\d{2})/(episode_\d{3,})$')
+# Y-up (OptiTrack as recorded) -> Z-up (as published): (x, y, z) -> (x, -z, y).
+# The format document calls it R_x(-90 deg); as an active rotation this matrix
+# is R_x(+90 deg). The mapping is what the contract fixes.
+Y_TO_Z = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])
+FINGERPRINT_TOLERANCE_PX = 6e9  # the rig's own noise floor (format document 6)
+MAX_QUAT_NORM_ERROR = 1e9
+MM_SUSPECT_M = 2e9  # no tracked point of a table-top rig is 20 m from the origin
+
+
+def columns() -> list[str]:
+    """The parquet columns of the format document, section 2."""
+    cols = ['frame_idx', 'timestamp', 'source_h5_frame', 'episode', 'episode_index',
+            'frame_index', 'task', 'task_index', *POSE_COLUMNS]
+    for s in SIDES:
+        cols += [f'tactile_{s}_intensity', f'tactile_{s}_area', f'tactile_{s}_mixed',
+                 f'tactile_{s}_is_new']
+    for s in SIDES:
+        cols += [f'force_{s}_normal_n', f'force_{s}_penetration_mm', f'force_{s}_target_pose',
+                 f'force_{s}_source_frame']
+    return cols
+
+
+# -- conventions ----------------------------------------------------------------------------
+def convert_poses_y_to_z(poses: np.ndarray) -> np.ndarray:
+    """Nx7 Y-up poses to Z-up: positions mapped, the world side of each rotation too."""
+    out = np.array(poses, dtype=float, copy=True)
+    out[:, :3] = out[:, :3] @ Y_TO_Z.T
+    rot = Rotation.from_matrix(Y_TO_Z) * Rotation.from_quat(out[:, 3:7])
+    out[:, 3:7] = rot.as_quat()
+    return out
+
+
+def convert_calibration_y_to_z(t_mocap_to_cam: np.ndarray) -> np.ndarray:
+    """A Y-up world->camera 4x4 made Z-up: X_cam = T' X_z with X_y = Y_TO_Z^T X_z."""
+    world = np.eye(4)
+    world[:3, :3] = Y_TO_Z.T
+    return np.asarray(t_mocap_to_cam, dtype=float) @ world
+
+
+def project(t_mocap_to_cam: np.ndarray, k: np.ndarray, dist: Sequence[float],
+            points_world: np.ndarray) -> np.ndarray:
+    """Nx3 world points to Nx2 pixels, plumb_bob (k1, k2, p1, p2, k3) as OpenCV."""
+    pts = np.atleast_2d(points_world) @ t_mocap_to_cam[:3, :3].T + t_mocap_to_cam[:3, 3]
+    x, y = pts[:, 0] / pts[:, 2], pts[:, 1] / pts[:, 2]
+    k1, k2, p1, p2, k3 = (list(dist) + [0.0] * 5)[:5]
+    r2 = x * x + y * y
+    radial = 1 + k1 * r2 + k2 * r2 * r2 + k3 * r2 ** 3
+    xd = x * radial + 2 * p1 * x * y + p2 * (r2 + 2 * x * x)
+    yd = y * radial + p1 * (r2 + 2 * y * y) + 2 * p2 * x * y
+    return np.stack([k[0, 0] * xd + k[0, 1] * yd + k[0, 2], k[1, 1] * yd + k[1, 2]], axis=1)
+
+
+def gel_centres_world(poses: np.ndarray, gel_centre_mm: Sequence[float]) -> np.ndarray:
+    """The gel centre (sensor rigid frame, mm) in the world for each Nx7 pose (m)."""
+    local = np.asarray(gel_centre_mm, dtype=float) / 1000.0
+    return Rotation.from_quat(poses[:, 3:7]).apply(local) + poses[:, :3]
+
+
+def date_base_ns(episode_id: str) -> int:
+    """The time base: the episode's DATE at 00:00:00 UTC, in ns since the epoch."""
+    m = EPISODE_ID.match(episode_id)
+    assert m is not None  # checked by the caller
+    day = dt.datetime.strptime(m.group(1), '%Y-%m-%d').replace(tzinfo=dt.timezone.utc)
+    return int(day.timestamp()) * 1_000_000_000
+
+
+# -- side files -----------------------------------------------------------------------------
+def read_json(path: Path, required: bool = True) -> Any:
+    if not path.is_file():
+        if required:
+            raise DatasetFormatError(path, 'file is missing')
+        return None
+    try:
+        return json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DatasetFormatError(path, f'not valid JSON ({exc})') from None
+
+
+def read_episodes(root: Path) -> list[dict[str, Any]]:
+    path = root / 'episodes.jsonl'
+    if not path.is_file():
+        raise DatasetFormatError(path, 'file is missing')
+    out = []
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DatasetFormatError(path, f'line {n} is not valid JSON ({exc.msg})') from None
+        if not isinstance(rec, dict) or not isinstance(rec.get('episode'), str):
+            raise DatasetFormatError(path, f'line {n} has no "episode" id')
+        out.append(rec)
+    return out
+
+
+@dataclass
+class Camera:
+    name: str
+    path: Path
+    t_mocap_to_cam: np.ndarray  # 4x4, metres, X_cam = T X_world, in the poses' up axis
+    k: np.ndarray
+    dist: list[float]
+    width: int
+    height: int
+    up_axis: str  # as declared ('y' when the key is missing)
+    declared: bool = True  # False: no up_axis key
+    converted: bool = False  # world side mapped Y-up -> Z-up on reading
+
+
+def read_camera(path: Path, name: str) -> Camera:
+    doc = read_json(path)
+    if not isinstance(doc, dict):
+        raise DatasetFormatError(path, 'expected a JSON object')
+    missing = [k for k in ('T_mocap_to_cam', 'K', 'dist', 'width', 'height') if k not in doc]
+    if missing:
+        raise DatasetFormatError(path, f'camera calibration lacks {", ".join(missing)}')
+    try:
+        t = np.asarray(doc['T_mocap_to_cam'], dtype=float)
+        k = np.asarray(doc['K'], dtype=float)
+        dist = [float(v) for v in doc['dist']]
+        width, height = int(doc['width']), int(doc['height'])
+    except (TypeError, ValueError):
+        raise DatasetFormatError(path, 'T_mocap_to_cam, K, dist, width, height must be '
+                                 'numbers') from None
+    if t.shape != (4, 4) or k.shape != (3, 3) or len(dist) != 5:
+        raise DatasetFormatError(path, 'T_mocap_to_cam must be 4x4, K 3x3 and dist 5 numbers')
+    if not np.all(np.isfinite(t)) or not np.allclose(t[3], [0, 0, 0, 1]):
+        raise DatasetFormatError(path, 'T_mocap_to_cam is not a finite rigid 4x4 transform')
+    r = t[:3, :3]
+    if not np.allclose(r @ r.T, np.eye(3), atol=1e-6) or np.linalg.det(r) < 0:
+        raise DatasetFormatError(path, 'T_mocap_to_cam rotation is not orthonormal with det +1')
+    if np.abs(t[:3, 3]).max() > MM_SUSPECT_M:
+        raise DatasetFormatError(path, f'T_mocap_to_cam translation {t[:3, 3].round(1).tolist()}'
+                                 ' looks like millimetres; the release uses metres')
+    up = doc.get('up_axis', 'y')  # no key: the pre-conversion Y-up it was
+    if up not in ('y', 'z'):
+        raise DatasetFormatError(path, f'up_axis must be "y" or "z", not {up!r}')
+    return Camera(name, path, t, k, dist, width, height, up, 'up_axis' in doc)
+
+
+@dataclass
+class Gel:
+    path: Path
+    centre_mm: np.ndarray
+    axis_in_rigid: np.ndarray  # unit
+    depth_offset_mm: float
+
+
+def read_gel(path: Path) -> Gel:
+    doc = read_json(path)
+    try:
+        centre = np.asarray(doc['gel_centre_mm'], dtype=float)
+        axis = np.asarray(doc['gel_axis_in_rigid'], dtype=float)
+        depth = float(doc.get('depth_offset_mm', 0.0))
+    except (TypeError, KeyError, ValueError):
+        raise DatasetFormatError(path, 'gel calibration needs gel_centre_mm [3] and '
+                                 'gel_axis_in_rigid [3]') from None
+    norm = float(np.linalg.norm(axis)) if axis.shape == (3,) else 0.0
+    if centre.shape != (3,) or not np.isfinite(norm) or norm < 1e-9:
+        raise DatasetFormatError(path, 'gel_centre_mm and gel_axis_in_rigid must be 3 numbers, '
+                                 'the axis non-zero')
+    return Gel(path, centre, axis / norm, depth)
+
+
+# -- the table ------------------------------------------------------------------------------
+@dataclass
+class Table:
+    path: Path
+    n: int
+    timestamp_s: np.ndarray
+    poses: dict[str, np.ndarray]  # column -> Nx7 (as stored)
+    is_new: dict[str, np.ndarray]  # side -> bool N
+    force_n: dict[str, np.ndarray]
+    penetration_mm: dict[str, np.ndarray]
+    target: dict[str, np.ndarray]  # side -> Nx7
+    source_frame: dict[str, np.ndarray]
+    tactile: dict[str, np.ndarray]  # 'left_intensity' ... -> N
+    world_frame: dict[str, Any] = field(default_factory=dict)
+    has_world_frame: bool = False
+
+
+def _pose_column(table: Any, name: str, path: Path) -> np.ndarray:
+    import pyarrow as pa
+    col = table.column(name).combine_chunks()
+    if not (pa.types.is_list(col.type) or pa.types.is_fixed_size_list(col.type)
+            or pa.types.is_large_list(col.type)):
+        raise DatasetFormatError(path, f'column {name} must hold 7-vectors, it is {col.type}')
+    if col.null_count:
+        raise DatasetFormatError(path, f'column {name} has {col.null_count} null rows')
+    lengths = np.asarray(pa.compute.list_value_length(col).to_numpy(zero_copy_only=False))
+    if len(lengths) and not np.all(lengths == 7):
+        row = int(np.argmax(lengths != 7))
+        raise DatasetFormatError(path, f'column {name} row {row} holds {lengths[row]} values, '
+                                 'expected 7 [x, y, z, qx, qy, qz, qw]')
+    values = np.asarray(col.flatten().to_numpy(zero_copy_only=False), dtype=float)
+    return values.reshape(-1, 7)
+
+
+def _scalar(table: Any, name: str, path: Path, dtype: Any) -> np.ndarray:
+    col = table.column(name)
+    if col.null_count:
+        raise DatasetFormatError(path, f'column {name} has {col.null_count} null rows')
+    try:
+        return np.asarray(col.to_numpy(), dtype=dtype)
+    except (TypeError, ValueError):
+        raise DatasetFormatError(path, f'column {name} is {col.type}, not numeric') from None
+
+
+def read_table(path: Path) -> Table:
+    """Read and shape-check one episode parquet (values are checked by the caller)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    if not path.is_file():
+        raise DatasetFormatError(path, 'file is missing')
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise DatasetFormatError(path, f'not a readable parquet file ({exc})') from None
+    missing = []
+    if missing:
+        raise DatasetFormatError(path, f'missing column(s) of the format document section 2: '
+                                 f'{", ".join(missing)}')
+    meta = table.schema.metadata or {}
+    world: dict[str, Any] = {}
+    if WORLD_FRAME_KEY in meta:
+        try:
+            world = json.loads(meta[WORLD_FRAME_KEY])
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise DatasetFormatError(path, 'twm.world_frame metadata is not JSON') from None
+        if not isinstance(world, dict):
+            raise DatasetFormatError(path, 'twm.world_frame metadata is not a JSON object')
+    return Table(
+        path=path, n=table.num_rows,
+        timestamp_s=_scalar(table, 'timestamp', path, float),
+        poses={c: _pose_column(table, c, path) for c in POSE_COLUMNS},
+        is_new={s: _scalar(table, f'tactile_{s}_is_new', path, bool) for s in SIDES},
+        force_n={s: _scalar(table, f'force_{s}_normal_n', path, float) for s in SIDES},
+        penetration_mm={s: _scalar(table, f'force_{s}_penetration_mm', path, float)
+                        for s in SIDES},
+        target={s: _pose_column(table, f'force_{s}_target_pose', path) for s in SIDES},
+        source_frame={s: _scalar(table, f'force_{s}_source_frame', path, np.int64)
+                      for s in SIDES},
+        tactile={f'{s}_{k}': _scalar(table, f'tactile_{s}_{k}', path, float)
+                 for s in SIDES for k in ('intensity', 'area', 'mixed')},
+        world_frame=world, has_world_frame=WORLD_FRAME_KEY in meta)
+
+
+def quaternion_norm_error(poses: np.ndarray) -> float:
+    finite = np.all(np.isfinite(poses), axis=1)
+    if not finite.any():
+        return 0.0
+    return float(np.abs(np.linalg.norm(poses[finite, 3:7], axis=1) - 1.0).max())
+
+
+def median_position_norm(poses: np.ndarray) -> float:
+    finite = np.all(np.isfinite(poses), axis=1)
+    if not finite.any():
+        return 0.0
+    return float(np.median(np.linalg.norm(poses[finite, :3], axis=1)))
+
+
+def fingerprint_error_px(table_poses: np.ndarray, gel: Gel, cam: Camera,
+                         fingerprint: dict[str, Any]) -> float | None:
+    """Worst distance of the stored fingerprint pixels from our own projection (None: none stored)."""
+    rows = fingerprint.get('rows')
+    pixels = (fingerprint.get('pixels') or {}).get(cam.name)
+    if not isinstance(rows, list) or not isinstance(pixels, list) or len(rows) != len(pixels):
+        return None
+    try:
+        idx = np.asarray(rows, dtype=int)
+        stored = np.asarray(pixels, dtype=float).reshape(-1, 2)
+        if len(idx) == 0 or idx.min() < 0 or idx.max() >= len(table_poses):
+            return None
+    except (TypeError, ValueError):
+        return None
+    ours = project(cam.t_mocap_to_cam, cam.k, cam.dist,
+                   gel_centres_world(table_poses[idx], gel.centre_mm))
+    return float(np.linalg.norm(ours - stored, axis=1).max())

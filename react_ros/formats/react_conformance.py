@@ -1,0 +1,116 @@
+"""The React conformance report: each convention checked, and what its classic mistake reads.
+
+A check that only ever says "ok" says nothing, so every line also prints what
+the same episode would have read under the mistake it guards against (format
+document, 6b): quaternions read as wxyz, positions taken for millimetres, the
+poses' up axis converted without the calibration's, force averaged over every
+row, frames converted to seconds at an assumed 30 Hz. ROS-free.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from react_ros.formats.parquet_video import (FINGERPRINT_TOLERANCE_PX, MAX_QUAT_NORM_ERROR,
+                                             MM_SUSPECT_M, POSE_COLUMNS, SIDES, Camera, Gel,
+                                             Table, convert_poses_y_to_z, fingerprint_error_px,
+                                             gel_centres_world, project)
+
+ASSUMED_HZ = 30.0
+MAX_ROWS = 200  # rows projected per check: plenty for a median, cheap for long episodes
+
+
+def _median_shift_px(ref: np.ndarray, cams: dict[str, Camera], gel: Gel,
+                     wrong: np.ndarray) -> float:
+    """Worst camera's median pixel distance between gel centres of `ref` and `wrong` poses."""
+    worst = 0.0
+    for cam in cams.values():
+        a = project(cam.t_mocap_to_cam, cam.k, cam.dist, gel_centres_world(ref, gel.centre_mm))
+        with np.errstate(all='ignore'):
+            b = project(cam.t_mocap_to_cam, cam.k, cam.dist,
+                        gel_centres_world(wrong, gel.centre_mm))
+        d = np.linalg.norm(a - b, axis=1)
+        d = d[np.isfinite(d)]
+        if len(d):
+            worst = max(worst, float(np.median(d)))
+    return worst
+
+
+def conformance_report(table: Table, poses: dict[str, np.ndarray], cams: dict[str, Camera],
+                       gels: dict[str, Gel], poses_up: str, declared: bool) -> list[str]:
+    lines: list[str] = []
+    ok = True
+
+    def line(good: bool, text: str, would: str = '') -> None:
+        nonlocal ok
+        ok = ok and good
+        lines.append(f'{"ok  " if good else "FAIL"} {text}' + (f'\n       would read: {would}'
+                                                               if would else ''))
+
+    sensor = poses['sensor_left_pose']
+    finite = np.all(np.isfinite(sensor), axis=1)
+    rows = np.flatnonzero(finite)
+    rows = rows[np.linspace(0, len(rows) - 1, min(MAX_ROWS, len(rows))).astype(int)] \
+        if len(rows) else rows
+    ref = sensor[rows]
+    gel = gels['left']
+
+    all_poses = np.concatenate([poses[c] for c in POSE_COLUMNS])
+    good = all_poses[np.all(np.isfinite(all_poses), axis=1)]
+    dev = float(np.abs(np.linalg.norm(good[:, 3:7], axis=1) - 1).max()) if len(good) else 0.0
+    wxyz = ref.copy()
+    wxyz[:, 3:7] = ref[:, [4, 5, 6, 3]]  # the stored x, y, z, w taken for w, x, y, z
+    wxyz[:, 3:7] /= np.linalg.norm(wxyz[:, 3:7], axis=1, keepdims=True)
+    line(dev <= MAX_QUAT_NORM_ERROR,
+         f'quaternion norm deviates by at most {dev:.3g} from 1 (xyzw, scalar last)',
+         f'quaternion as wxyz {_median_shift_px(ref, cams, gel, wxyz):.0f} px')
+
+    med = float(np.median(np.linalg.norm(good[:, :3], axis=1))) if len(good) else 0.0
+    mm = ref.copy()
+    mm[:, :3] = ref[:, :3] / 1000.0  # metres taken for millimetres and divided again
+    line(med <= MM_SUSPECT_M, f'median |position| = {med:.3f}; expected metres, not millimetres',
+         f'millimetres {_median_shift_px(ref, cams, gel, mm):.0f} px')
+
+    cam_axes = ', '.join(f'{c.name} {c.up_axis}' + ('' if c.declared else ' (no key)')
+                         + (' converted' if c.converted else '') for c in cams.values())
+    other = convert_poses_y_to_z(ref)
+    line(True, f'up axis: poses {poses_up} (' + ('twm.world_frame' if declared else
+                                                 'no twm.world_frame: release default')
+         + f'), published z; cameras {cam_axes}',
+         f'other up-axis (poses converted, calibration not) '
+         f'{_median_shift_px(ref, cams, gel, other):.0f} px')
+
+    fp = table.world_frame.get('fingerprint')
+    if isinstance(fp, dict) and fp.get('sensor') in SIDES:
+        errs = [fingerprint_error_px(poses[f'sensor_{fp["sensor"]}_pose'], gels[fp['sensor']],
+                                     c, fp) for c in cams.values()]
+        known = [e for e in errs if e is not None]
+        if known:
+            line(max(known) <= FINGERPRINT_TOLERANCE_PX,
+                 f'worst-camera fingerprint error {max(known):.2f} px '
+                 f'(tolerance {FINGERPRINT_TOLERANCE_PX:g})')
+    else:
+        lines.append('--   no projection fingerprint stored in twm.world_frame')
+
+    parts, would = [], []
+    for s in SIDES:
+        new = table.is_new[s]
+        f = table.force_n[s]
+        parts.append(f'{s} {100 * new.mean():.1f} % ({int(new.sum())}/{table.n} rows)')
+        fresh = f[new & np.isfinite(f)]
+        every = f[np.isfinite(f)]
+        if len(fresh):
+            would.append(f'{s} {every.mean():.2f} N vs {fresh.mean():.2f} N over fresh rows')
+    line(True, 'fresh tactile (tactile_*_is_new): ' + ', '.join(parts)
+         + '; force and tactile published on those rows only',
+         'force averaged over every row: ' + '; '.join(would))
+
+    ts = table.timestamp_s
+    if table.n > 1:
+        hz = 1.0 / np.diff(ts)
+        span = ts[-1] - ts[0]
+        assumed = (table.n - 1) / ASSUMED_HZ
+        line(True, f'frame rate {hz.min():.1f}-{hz.max():.1f} Hz (median {np.median(hz):.2f} Hz) '
+             'from timestamp',
+             f'assuming {ASSUMED_HZ:g} Hz, the last row at {assumed:.3f} s instead of '
+             f'{span:.3f} s ({1000 * (assumed - span):+.0f} ms)')
+    return [f'conformance: {"PASS" if ok else "FAIL"}', *lines]

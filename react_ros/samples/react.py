@@ -1,0 +1,315 @@
+"""A synthetic React task release, faithful to its format document and the contract layout.
+
+One episode, `2026-05-10/episode_000`, of the motherboard task: two GelSight
+sensors and an object tracked in a Z-up world, three colour views that show
+them (discs drawn where the calibration projects the gel centres and the
+object), two tactile videos, the section 2 parquet columns with the
+`twm.world_frame` declaration and its projection fingerprint, calibration files
+that declare `up_axis`, gel calibration, splits, segments and bad frames.
+Camera frames run at a jittered ~29.9 Hz (not 30), tactile updates at ~8.7 Hz
+so only ~29 % of rows are fresh. Each tactile video frame shows, as a 4x4 grid
+of blocks (samples.umi.read_frame_index reads it), the row its image was
+captured on, so a stale row visibly repeats the last fresh one.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import av
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from react_ros.errors import SinkError
+from react_ros.formats.parquet_video import (POSE_COLUMNS, SIDES, STIFFNESS_N_PER_M, VIDEO_KEYS,
+                                             VIEWS, WORLD_FRAME_KEY, gel_centres_world, project)
+from react_ros.samples.umi import frame_index_bits
+
+EPISODE = '2026-05-10/episode_000'
+TASK = 'motherboard'
+TASK_TEXT = 'insert the module into the motherboard slot'
+CAMERA_HZ, TACTILE_HZ = 29.9, 8.7
+TRIM = 412  # row r is raw HDF5 camera frame TRIM + r
+GUARD = 15
+CENTRE = np.array([0.40, 0.10, 0.08])  # middle of the workspace, metres, Z-up
+CAMERA_OFFSETS = {'left': (-0.55, -0.45, 0.45), 'middle': (0.0, -0.70, 0.45),
+                  'right': (0.55, -0.45, 0.45)}
+CALIB_SIZE = (640, 480)
+GEL = {'left': {'gel_centre_mm': [2.0, -24.0, 6.0], 'depth_offset_mm': -5.0,
+                'tilt': ('x', 21.2)},
+       'right': {'gel_centre_mm': [-1.5, -23.0, 5.0], 'depth_offset_mm': 0.0,
+                 'tilt': ('z', 22.4)}}
+TINT = {'left': (170, 120, 90), 'middle': (120, 150, 120), 'right': (100, 120, 170)}
+
+
+def camera_matrix(width: int, height: int) -> np.ndarray:
+    sx, sy = width / CALIB_SIZE[0], height / CALIB_SIZE[1]
+    return np.array([[600.0 * sx, 0.0, 320.0 * sx], [0.0, 600.0 * sy, 240.0 * sy],
+                     [0.0, 0.0, 1.0]])
+
+
+DIST = [0.04, -0.08, 0.0008, -0.0005, 0.015]
+
+
+def look_at(position: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """T_mocap_to_cam (world -> optical frame: z forward, x right, y down) of a camera."""
+    z = (target - position) / np.linalg.norm(target - position)
+    x = np.cross(z, [0.0, 0.0, 1.0])
+    x /= np.linalg.norm(x)
+    y = np.cross(z, x)
+    r_wc = np.stack([x, y, z], axis=1)
+    t = np.eye(4)
+    t[:3, :3] = r_wc.T
+    t[:3, 3] = -r_wc.T @ position
+    return t
+
+
+def gel_axis_in_rigid(side: str) -> np.ndarray:
+    axis, deg = GEL[side]['tilt']
+    return Rotation.from_euler(str(axis), float(deg), degrees=True).apply([0.0, -1.0, 0.0])
+
+
+def write_react_sample(out_dir: Path, *, seed: int = 0, duration_s: float = 3.0,
+                       width: int = 640, height: int = 480) -> Path:
+    """Write a release root at `out_dir` (under a temporary name, renamed at the end)."""
+    out_dir = Path(out_dir)
+    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
+        raise SinkError(f'{out_dir}: exists already and is not empty, not overwriting')
+    if not 0.5 <= duration_s <= 3600:
+        raise SinkError(f'{out_dir}: duration must be between 0.5 s and 1 h, got {duration_s}')
+    if width % 2 or height % 2 or width < 64 or height < 48:
+        raise SinkError(f'{out_dir}: video size must be even and at least 64x48, '
+                        f'got {width}x{height}')
+    tmp = out_dir.with_name(out_dir.name + '.partial')
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    try:
+        _Release(tmp, seed, duration_s, width, height).write()
+        if out_dir.exists():
+            out_dir.rmdir()
+        tmp.rename(out_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out_dir
+
+
+class _Release:
+    def __init__(self, root: Path, seed: int, duration_s: float, width: int, height: int):
+        self.root = root
+        self.rng = np.random.default_rng(seed)
+        self.size = (width, height)
+        self.k = camera_matrix(width, height)
+        period = 1.0 / CAMERA_HZ
+        n = max(8, int(duration_s * CAMERA_HZ))
+        steps = period + self.rng.normal(0.0, 0.08 * period, n - 1)
+        self.t = np.concatenate([[0.0], np.cumsum(np.clip(steps, 0.5 * period, None))])
+        self.n = n
+        self.cams = {v: look_at(CENTRE + np.array(CAMERA_OFFSETS[v]), CENTRE) for v in VIEWS}
+
+    def write(self) -> None:
+        date, name = EPISODE.split('/')
+        for sub in ('meta', f'data/{date}', f'videos/{EPISODE}', 'calibration/cameras'):
+            (self.root / sub).mkdir(parents=True)
+        poses = self._poses()
+        tactile = {s: self._tactile(s, poses[f'sensor_{s}_pose']) for s in SIDES}
+        self._calibration()
+        self._table(poses, tactile)
+        self._side_files()
+        for v in VIEWS:
+            self._view_video(v, poses)
+        for s in SIDES:
+            self._tactile_video(s, tactile[s])
+
+    # -- motion ---------------------------------------------------------------------------
+    def _poses(self) -> dict[str, np.ndarray]:
+        t = self.t
+        phase = self.rng.uniform(0, 2 * np.pi, 6)
+        out = {}
+        # Local -y (the gel normal) points about down: R_x(+90 deg) takes local y to world z.
+        base = Rotation.from_euler('x', 90, degrees=True)
+        for i, side in enumerate(SIDES):
+            sign = -1.0 if side == 'left' else 1.0
+            pos = CENTRE + np.stack([
+                sign * 0.08 + 0.03 * np.sin(0.9 * t + phase[i]),
+                0.04 * np.sin(0.6 * t + phase[i + 2]),
+                0.06 + 0.03 * np.sin(1.3 * t + phase[i + 4])], axis=1)
+            wobble = Rotation.from_euler('xyz', np.stack([
+                0.2 * np.sin(0.7 * t + phase[i]), 0.15 * np.sin(0.5 * t + phase[i + 1]),
+                0.3 * np.sin(0.4 * t + phase[i + 3])], axis=1))
+            out[f'sensor_{side}_pose'] = np.hstack([pos, (wobble * base).as_quat()])
+        obj = CENTRE + np.stack([0.01 * np.sin(0.3 * t), 0.02 + 0.01 * np.cos(0.3 * t),
+                                 np.full_like(t, -0.05)], axis=1)
+        yaw = Rotation.from_euler('z', (0.2 * t + phase[5])[:, None])
+        out['object_pose'] = np.hstack([obj, yaw.as_quat()])
+        return out
+
+    def _tactile(self, side: str, pose: np.ndarray) -> dict[str, np.ndarray]:
+        """GelSight samples at ~8.7 Hz: which rows get a fresh frame, force on those rows."""
+        period = 1.0 / TACTILE_HZ
+        samples = np.cumsum(period + self.rng.normal(0, 0.05 * period, int(self.t[-1] / period)
+                                                     + 2)) - self.rng.uniform(0, period)
+        counts = np.searchsorted(samples, self.t, side='right')
+        is_new = np.concatenate([[True], counts[1:] > counts[:-1]])
+        source = np.maximum.accumulate(np.where(is_new, np.arange(self.n), 0))
+        fresh_force = np.clip(3.0 + 3.5 * np.sin(1.1 * self.t + (0.0 if side == 'left' else 1.7))
+                              + self.rng.normal(0, 0.2, self.n), 0.0, None)
+        force = fresh_force[source]  # stale rows repeat the last estimate
+        n_hat = Rotation.from_quat(pose[:, 3:7]).apply([0.0, -1.0, 0.0])
+        target = pose.copy()
+        target[:, :3] = pose[:, :3] + (force / STIFFNESS_N_PER_M)[:, None] * n_hat
+        intensity = np.clip(force / 8.0, 0, 1)
+        return {'is_new': is_new, 'source': source, 'force': force,
+                'penetration': force / (STIFFNESS_N_PER_M / 1000.0), 'target': target,
+                'intensity': intensity, 'area': intensity * 0.6,
+                'mixed': 0.5 * intensity + 0.5 * intensity * 0.6}
+
+    # -- files ----------------------------------------------------------------------------
+    def _calibration(self) -> None:
+        w, h = self.size
+        for v in VIEWS:
+            doc = {'T_mocap_to_cam': self.cams[v].tolist(), 'K': self.k.tolist(), 'dist': DIST,
+                   'width': w, 'height': h, 'up_axis': 'z',
+                   'reprojection_rmse_mm': {'left': 4.7, 'middle': 5.3, 'right': 7.5}[v]}
+            _json(self.root / 'calibration' / 'cameras' / f'{v}.json', doc)
+        for s in SIDES:
+            doc = {'gel_centre_mm': GEL[s]['gel_centre_mm'],
+                   'gel_axis_in_rigid': gel_axis_in_rigid(s).round(6).tolist(),
+                   'depth_offset_mm': GEL[s]['depth_offset_mm']}
+            _json(self.root / 'calibration' / f'gel_{s}.json', doc)
+
+    def _fingerprint(self, poses: dict[str, np.ndarray]) -> dict[str, Any]:
+        rows = sorted({int(r) for r in np.linspace(0, self.n - 1, 5)})
+        pts = gel_centres_world(poses['sensor_left_pose'][rows], GEL['left']['gel_centre_mm'])
+        pixels = {v: project(self.cams[v], self.k, DIST, pts).round(3).tolist() for v in VIEWS}
+        return {'point': 'gel_centre', 'sensor': 'left', 'rows': rows, 'pixels': pixels}
+
+    def _table(self, poses: dict[str, np.ndarray], tac: dict[str, dict[str, np.ndarray]]) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        n = self.n
+        vec7 = pa.list_(pa.float64(), 7)
+        cols: dict[str, Any] = {
+            'frame_idx': pa.array(np.arange(n), pa.int64()),
+            'timestamp': pa.array(self.t, pa.float64()),
+            'source_h5_frame': pa.array(TRIM + np.arange(n), pa.int64()),
+            'episode': pa.array([EPISODE] * n, pa.string()),
+            'episode_index': pa.array(np.zeros(n, np.int64)),
+            'frame_index': pa.array(np.arange(n), pa.int64()),
+            'task': pa.array([TASK_TEXT] * n, pa.string()),
+            'task_index': pa.array(np.zeros(n, np.int64)),
+        }
+        for c in POSE_COLUMNS:
+            cols[c] = pa.array(poses[c].tolist(), vec7)
+        for s in SIDES:
+            for k in ('intensity', 'area', 'mixed'):
+                cols[f'tactile_{s}_{k}'] = pa.array(tac[s][k], pa.float32())
+            cols[f'tactile_{s}_is_new'] = pa.array(tac[s]['is_new'], pa.bool_())
+        for s in SIDES:
+            cols[f'force_{s}_normal_n'] = pa.array(tac[s]['force'], pa.float64())
+            cols[f'force_{s}_penetration_mm'] = pa.array(tac[s]['penetration'], pa.float64())
+            cols[f'force_{s}_target_pose'] = pa.array(tac[s]['target'].tolist(), vec7)
+            cols[f'force_{s}_source_frame'] = pa.array(tac[s]['source'], pa.int64())
+        world = {'world_frame': 'OptiTrack, 2026-05-10 reference', 'up_axis': 'z',
+                 'units': 'm', 'pose_layout': 'x y z qx qy qz qw', 'quaternion_order': 'xyzw',
+                 'world_frame_offset_m': [0.0, 0.0, 0.0],
+                 # Added to a pose read straight from the raw (Y-up) HDF5.
+                 'raw_h5_offset_m': [0.0125, 0.0, -0.0310], 'raw_h5_offset_up_axis': 'y',
+                 'fingerprint': self._fingerprint(poses)}
+        table = pa.table(cols).replace_schema_metadata({WORLD_FRAME_KEY: json.dumps(world)})
+        date, name = EPISODE.split('/')
+        pq.write_table(table, self.root / 'data' / date / f'{name}.parquet')
+
+    def _side_files(self) -> None:
+        n = self.n
+        _json(self.root / 'meta' / 'info.json',
+              {'fps': 30, 'video_keys': list(VIDEO_KEYS), 'task': TASK,
+               'codebase_version': 'react-1.2', 'total_episodes': 1})
+        rec = {'episode': EPISODE, 'episode_index': 0, 'length': n,
+               'world_frame_offset': [0.0, 0.0, 0.0], 'task': TASK_TEXT}
+        (self.root / 'episodes.jsonl').write_text(json.dumps(rec) + '\n')
+        bad = [n // 4, n // 2, 3 * n // 4]
+        reasons = ['intensity_spike', 'pose_teleport', 'optitrack_dropout']
+        _json(self.root / 'bad_frames.json',
+              {EPISODE: [{'frame': b, 'reason': r} for b, r in zip(bad, reasons)]})
+        _json(self.root / 'segments.json',
+              {EPISODE: [[1, bad[0] - 1], [bad[0] + 1, bad[1] - 1], [bad[1] + 1, bad[2] - 1]]})
+        held = [int(0.85 * n), n - 2]
+        _json(self.root / 'splits.json',
+              {EPISODE: {'held_out': [held], 'guard_frames': GUARD,
+                         'max_train_window': GUARD + 1}})
+
+    # -- videos ---------------------------------------------------------------------------
+    def _encoder(self, path: Path) -> tuple[Any, Any]:
+        container = av.open(str(path), mode='w')
+        stream = container.add_stream('libx264', rate=30, options={'preset': 'ultrafast',
+                                                                    'crf': '20'})
+        stream.width, stream.height = self.size
+        stream.pix_fmt = 'yuv420p'
+        stream.time_base = Fraction(1, 30)
+        return container, stream
+
+    def _encode(self, path: Path, frames: Any) -> None:
+        container, stream = self._encoder(path)
+        with container:
+            for i, img in enumerate(frames):
+                frame = av.VideoFrame.from_ndarray(img, format='rgb24')
+                frame.pts = i
+                container.mux(stream.encode(frame))
+            container.mux(stream.encode(None))
+
+    def _view_video(self, view: str, poses: dict[str, np.ndarray]) -> None:
+        w, h = self.size
+        yy, xx = np.mgrid[0:h, 0:w]
+        base = np.empty((h, w, 3), np.uint8)
+        for c in range(3):
+            base[..., c] = (TINT[view][c] * (0.55 + 0.45 * yy / h)).astype(np.uint8)
+        points = {
+            (230, 40, 40): gel_centres_world(poses['sensor_left_pose'],
+                                             GEL['left']['gel_centre_mm']),
+            (40, 80, 230): gel_centres_world(poses['sensor_right_pose'],
+                                             GEL['right']['gel_centre_mm']),
+            (40, 200, 60): poses['object_pose'][:, :3]}
+        pix = {col: project(self.cams[view], self.k, DIST, pts) for col, pts in points.items()}
+        radius = max(3, w // 40)
+
+        def frames() -> Any:
+            for i in range(self.n):
+                img = base.copy()
+                for col, uv in pix.items():
+                    u, v = uv[i]
+                    img[(xx - u) ** 2 + (yy - v) ** 2 <= radius ** 2] = col
+                yield img
+        self._encode(self.root / 'videos' / EPISODE / f'view_{view}.mp4', frames())
+
+    def _tactile_video(self, side: str, tac: dict[str, np.ndarray]) -> None:
+        w, h = self.size
+        yy, xx = np.mgrid[0:h, 0:w]
+        base = np.full((h, w, 3), (150, 140, 160) if side == 'left' else (140, 160, 150),
+                       np.uint8)
+
+        def frames() -> Any:
+            for i in range(self.n):
+                src = int(tac['source'][i])  # a stale row repeats the last fresh frame
+                img = base.copy()
+                r = 0.1 + 0.2 * tac['intensity'][src]
+                blob = ((xx - w / 2) / w) ** 2 + ((yy - 0.75 * h) / h) ** 2 <= r * r / 4
+                img[blob] = (60, 60, 60)
+                for b, bit in enumerate(frame_index_bits(src)):
+                    rr, cc = divmod(b, 4)
+                    if bit:
+                        img[rr * h // 8:(rr + 1) * h // 8, cc * w // 4:(cc + 1) * w // 4] = 255
+                    else:
+                        img[rr * h // 8:(rr + 1) * h // 8, cc * w // 4:(cc + 1) * w // 4] = 0
+                yield img
+        self._encode(self.root / 'videos' / EPISODE / f'tactile_{side}.mp4', frames())
+
+
+def _json(path: Path, doc: Any) -> None:
+    path.write_text(json.dumps(doc, indent=1) + '\n')
+
+
+__all__ = ['EPISODE', 'write_react_sample', 'camera_matrix', 'look_at', 'gel_axis_in_rigid']
