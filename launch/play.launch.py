@@ -2,6 +2,8 @@
 
     ros2 launch react_ros play.launch.py episode:=PATH [kind:=umi] [rate:=1.0]
         [loop:=false] [start_paused:=false] [image_scale:=1.0] [rviz:=true]
+    ros2 launch react_ros play.launch.py episode:=RELEASE episode_id:=2026-05-10/episode_000
+        [segment:=K] [skip_bad:=true] [tactile_latency:=15] [gel_axis:=dual_ball] [rviz:=true]
 
 The episode is opened here (an OpaqueFunction) to read its URDF, which becomes
 robot_state_publisher's robot_description parameter; the real
@@ -26,6 +28,11 @@ ARGUMENTS = {
     'start_paused': ('false', 'start paused (resume with the ~/resume service)'),
     'image_scale': ('1.0', 'scale images (and camera_info K, P) by this factor'),
     'rviz': ('false', 'also start RViz2 with the dataset\'s config'),
+    'episode_id': ('', 'episode inside a release of many (React: DATE/episode_NNN)'),
+    'segment': ('-1', 'React: play only clean segment K of segments.json (-1 = all)'),
+    'skip_bad': ('false', 'React: drop the rows bad_frames.json flags'),
+    'tactile_latency': ('0', 'React: pair view[i] with tactile[i+N]'),
+    'gel_axis': ('local_y', 'React: force along local_y (-y) or dual_ball (calibrated axis)'),
 }
 
 
@@ -69,8 +76,14 @@ def _actions(context, *args, **kwargs):
 
     if not arg('episode'):
         raise RuntimeError('play.launch.py needs episode:=PATH')
-    episode = open_episode(Path(arg('episode')), arg('kind') or None,
-                           EpisodeOptions(image_scale=float(arg('image_scale'))))
+    react = {'episode_id': arg('episode_id'), 'segment': int(arg('segment')),
+             'skip_bad': arg('skip_bad').lower() == 'true',
+             'tactile_latency': int(arg('tactile_latency')), 'gel_axis': arg('gel_axis')}
+    episode = open_episode(Path(arg('episode')), arg('kind') or None, EpisodeOptions(
+        image_scale=float(arg('image_scale')), episode=react['episode_id'] or None,
+        segment=react['segment'] if react['segment'] >= 0 else None,
+        skip_bad=react['skip_bad'], tactile_latency=react['tactile_latency'],
+        gel_axis=react['gel_axis']))
     actions = [Node(
         package='react_ros', executable='player', name='react_ros_player', output='screen',
         parameters=[{
@@ -81,6 +94,8 @@ def _actions(context, *args, **kwargs):
             'start_paused': arg('start_paused').lower() == 'true',
             'image_scale': float(arg('image_scale')),
             'quiet': True,  # launch's output is line-based: no progress line
+            **{k: ParameterValue(v, value_type=str) if isinstance(v, str) else v
+               for k, v in react.items()},
         }])]
     if episode.urdf:
         actions.append(_state_publisher(episode.urdf))

@@ -18,6 +18,8 @@ from react_ros.errors import ReactRosError
 
 EXIT_BAD_INPUT = 2
 DEMO_SECONDS = 10.0
+# Kinds whose sample is a release of many episodes: the one the demo plays.
+DEMO_EPISODES = {'react': '2026-05-10/episode_000'}
 
 
 def _positive(text: str) -> float:
@@ -199,7 +201,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         SAMPLES[args.kind](episode, seed=0, duration_s=DEMO_SECONDS)
     else:
         print(f'react-ros demo: reusing {episode}', file=sys.stderr)
-    return _play(episode, args, args.kind, EpisodeOptions(), show_rates=True)
+    return _play(episode, args, args.kind, EpisodeOptions(episode=DEMO_EPISODES.get(args.kind)),
+                 show_rates=True)
 
 
 class _ProgressLine:

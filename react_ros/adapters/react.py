@@ -184,7 +184,7 @@ class ReactAdapter:
         poses = dict(table.poses)
         targets = dict(table.target)
         if poses_up == 'y':
-            z_cams = []
+            z_cams = [c for c in cams.values() if c.up_axis == 'z']
             if z_cams:
                 raise DatasetFormatError(z_cams[0].path, 'calibration is Z-up but the poses of '
                                          f'{table.path.name} declare Y-up: refusing to mix '
@@ -222,7 +222,7 @@ class ReactAdapter:
         folder = self.root / 'videos' / self.episode_id
         for key in [f'view_{v}' for v in VIEWS] + [f'tactile_{s}' for s in SIDES]:
             info = video.probe(folder / f'{key}.mp4')
-            if False:
+            if info.frame_count != table.n:
                 what = 'shorter than' if info.frame_count < table.n else 'longer than'
                 raise FrameSyncError(info.path, f'{info.frame_count} frames, {what} the '
                                      f'{table.n} rows of {table.path.name} (one frame per row)')

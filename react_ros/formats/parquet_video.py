@@ -30,9 +30,9 @@ EPISODE_ID = re.compile(r'^(\d{4}-\d{2}-\d{2})/(episode_\d{3,})$')
 # The format document calls it R_x(-90 deg); as an active rotation this matrix
 # is R_x(+90 deg). The mapping is what the contract fixes.
 Y_TO_Z = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])
-FINGERPRINT_TOLERANCE_PX = 6e9  # the rig's own noise floor (format document 6)
-MAX_QUAT_NORM_ERROR = 1e9
-MM_SUSPECT_M = 2e9  # no tracked point of a table-top rig is 20 m from the origin
+FINGERPRINT_TOLERANCE_PX = 6.0  # the rig's own noise floor (format document 6)
+MAX_QUAT_NORM_ERROR = 1e-3
+MM_SUSPECT_M = 20.0  # no tracked point of a table-top rig is 20 m from the origin
 
 
 def columns() -> list[str]:
@@ -245,7 +245,7 @@ def read_table(path: Path) -> Table:
         table = pq.read_table(path)
     except (pa.ArrowException, OSError) as exc:
         raise DatasetFormatError(path, f'not a readable parquet file ({exc})') from None
-    missing = []
+    missing = [c for c in columns() if c not in table.column_names]
     if missing:
         raise DatasetFormatError(path, f'missing column(s) of the format document section 2: '
                                  f'{", ".join(missing)}')

@@ -34,7 +34,7 @@ TASK_TEXT = 'insert the module into the motherboard slot'
 CAMERA_HZ, TACTILE_HZ = 29.9, 8.7
 TRIM = 412  # row r is raw HDF5 camera frame TRIM + r
 GUARD = 15
-CENTRE = np.array([0.40, 0.10, 0.08])  # middle of the workspace, metres, Z-up
+CENTRE = np.array([0.25, 0.30, 0.12])  # middle of the workspace, metres, Z-up
 CAMERA_OFFSETS = {'left': (-0.55, -0.45, 0.45), 'middle': (0.0, -0.70, 0.45),
                   'right': (0.55, -0.45, 0.45)}
 CALIB_SIZE = (640, 480)

@@ -1,0 +1,225 @@
+"""The React adapter in-process: conventions, the up-axis conversion, and the React options.
+
+Expectations are read from the release files (pyarrow, JSON), not from the adapter.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from react_support import EPISODE, column, edit_json, react_release
+from scipy.spatial.transform import Rotation
+
+from react_ros.adapters import EpisodeOptions, open_episode
+from react_ros.formats.parquet_video import (Y_TO_Z, convert_calibration_y_to_z,
+                                             convert_poses_y_to_z, gel_centres_world, project)
+from react_ros.ros.msgs import to_ns
+from react_ros.samples.react import (CENTRE, DIST, camera_matrix, gel_axis_in_rigid, look_at)
+from react_ros.samples.umi import read_frame_index
+
+BASE_NS = 1_778_371_200_000_000_000  # 2026-05-10T00:00:00Z
+
+
+@pytest.fixture(scope='module')
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return react_release(tmp_path_factory)
+
+
+def _open(root: Path, **kw: Any):
+    return open_episode(root, options=EpisodeOptions(episode=EPISODE, **kw))
+
+
+def _msgs(episode, topic: str) -> list[tuple[int, Any]]:
+    return [e for s in episode.streams if s.topic == topic for e in s.open()]
+
+
+def _row_ns(root: Path) -> np.ndarray:
+    return BASE_NS + np.round(column(root, 'timestamp') * 1e9).astype(np.int64)
+
+
+# -- the up-axis conversion -------------------------------------------------------------
+def test_mapping_is_x_minus_z_y_and_keeps_up_up() -> None:
+    assert np.allclose(Y_TO_Z @ [1.0, 2.0, 3.0], [1.0, -3.0, 2.0])
+    assert np.allclose(Y_TO_Z @ [0.0, 1.0, 0.0], [0.0, 0.0, 1.0])  # Y-up's up is Z-up's up
+    assert np.isclose(np.linalg.det(Y_TO_Z), 1.0)
+
+
+def test_converting_poses_and_calibration_together_keeps_projections() -> None:
+    """Both directions, as the format document's own test: together 0 px, one alone hundreds."""
+    rng = np.random.default_rng(0)
+    k = camera_matrix(640, 480)
+    t_zup = look_at(CENTRE + np.array([0.0, -0.7, 0.45]), CENTRE)
+    n = 50
+    quats = Rotation.random(n, random_state=1).as_quat()
+    zup = np.hstack([CENTRE + rng.normal(0, 0.05, (n, 3)), quats])
+    # the same scene as recorded: Y-up poses and a Y-up calibration
+    yup = zup.copy()
+    yup[:, :3] = zup[:, :3] @ Y_TO_Z  # inverse mapping (Y_TO_Z is orthonormal)
+    yup[:, 3:7] = (Rotation.from_matrix(Y_TO_Z.T) * Rotation.from_quat(quats)).as_quat()
+    world_z = np.eye(4)
+    world_z[:3, :3] = Y_TO_Z
+    t_yup = t_zup @ world_z
+    gel = [2.0, -24.0, 6.0]
+
+    def px(poses: np.ndarray, t: np.ndarray) -> np.ndarray:
+        return project(t, k, DIST, gel_centres_world(poses, gel))
+
+    truth = px(zup, t_zup)
+    assert np.all((truth > 0) & (truth < [640, 480]))
+    assert np.abs(px(yup, t_yup) - truth).max() < 1e-6  # a consistent Y-up release
+    both = px(convert_poses_y_to_z(yup), convert_calibration_y_to_z(t_yup))
+    assert np.abs(both - truth).max() < 1e-6
+    poses_only = px(convert_poses_y_to_z(yup), t_yup)
+    cal_only = px(yup, convert_calibration_y_to_z(t_yup))
+    for wrong in (poses_only, cal_only):
+        shift = np.linalg.norm(wrong - truth, axis=1)
+        assert np.median(shift[np.isfinite(shift)]) > 100, np.median(shift)
+
+
+def test_a_y_up_calibration_is_converted_into_the_same_camera_frames(root: Path,
+                                                                     tmp_path: Path) -> None:
+    """A calibration truly in Y-up (values and label) is converted: identical /tf_static."""
+    ref = _msgs(_open(root), '/tf_static')[0][1]
+    copy = Path(shutil.copytree(root, tmp_path / 'release'))
+    world_z = np.eye(4)
+    world_z[:3, :3] = Y_TO_Z
+
+    def to_yup(doc: dict[str, Any]) -> None:
+        doc['T_mocap_to_cam'] = (np.array(doc['T_mocap_to_cam']) @ world_z).tolist()
+        del doc['up_axis']  # no key: the pre-conversion Y-up it was
+    for cam in ('left', 'middle', 'right'):
+        edit_json(copy / f'calibration/cameras/{cam}.json', to_yup)
+    episode = _open(copy)
+    assert any('converted' in w for w in episode.warnings), episode.warnings
+    got = _msgs(episode, '/tf_static')[0][1]
+    for a, b in zip(ref.transforms, got.transforms):
+        assert a.child_frame_id == b.child_frame_id
+        ta, tb = a.transform, b.transform
+        assert np.allclose([ta.translation.x, ta.translation.y, ta.translation.z],
+                           [tb.translation.x, tb.translation.y, tb.translation.z], atol=1e-9)
+        ra = Rotation.from_quat([ta.rotation.x, ta.rotation.y, ta.rotation.z, ta.rotation.w])
+        rb = Rotation.from_quat([tb.rotation.x, tb.rotation.y, tb.rotation.z, tb.rotation.w])
+        assert (ra.inv() * rb).magnitude() < 1e-9
+
+
+# -- time, counts, values ---------------------------------------------------------------------
+def test_stamps_come_from_the_timestamp_column(root: Path) -> None:
+    episode = _open(root)
+    row_ns = _row_ns(root)
+    dt = np.diff(column(root, 'timestamp'))
+    assert dt.min() < 1 / 30.5 and dt.max() > 1 / 29.5  # not a uniform 30 Hz
+    for topic in ('/tf', '/object/pose', '/view_left/image_raw', '/view_right/camera_info'):
+        assert [t for t, _ in _msgs(episode, topic)] == row_ns.tolist(), topic
+    assert episode.start_ns == row_ns[0] > 0 and episode.end_ns == row_ns[-1]
+    assert 'conformance: PASS' in episode.report
+
+
+def test_force_is_the_magnitude_along_local_minus_y_on_fresh_rows(root: Path) -> None:
+    episode = _open(root)
+    for side in ('left', 'right'):
+        fresh = column(root, f'tactile_{side}_is_new').astype(bool)
+        force = column(root, f'force_{side}_normal_n')
+        got = _msgs(episode, f'/sensor_{side}/force')
+        assert len(got) == fresh.sum() < len(fresh)
+        assert [t for t, _ in got] == _row_ns(root)[fresh].tolist()
+        for (_, msg), f in zip(got, force[fresh]):
+            assert msg.header.frame_id == f'sensor_{side}'
+            w = msg.wrench
+            assert (w.force.x, w.force.y, w.force.z) == (0.0, -f, 0.0)
+            assert (w.torque.x, w.torque.y, w.torque.z) == (0.0, 0.0, 0.0)
+        targets = _msgs(episode, f'/sensor_{side}/force_target')
+        want = column(root, f'force_{side}_target_pose')[fresh]
+        assert len(targets) == len(want)
+        for (_, msg), p in zip(targets, want):
+            assert msg.header.frame_id == 'world'
+            assert msg.pose.position.z == p[2] and msg.pose.orientation.w == p[6]
+
+
+def test_gel_axis_dual_ball_uses_the_calibrated_axis(root: Path) -> None:
+    episode = _open(root, gel_axis='dual_ball')
+    for side in ('left', 'right'):
+        axis = np.array(json.loads((root / f'calibration/gel_{side}.json').read_text())
+                        ['gel_axis_in_rigid'])
+        axis /= np.linalg.norm(axis)
+        assert np.degrees(np.arccos(-axis[1])) > 20  # about 21-22 degrees from -y
+        assert np.allclose(axis, gel_axis_in_rigid(side), atol=1e-5)
+        fresh = column(root, f'tactile_{side}_is_new').astype(bool)
+        force = column(root, f'force_{side}_normal_n')[fresh]
+        got = _msgs(episode, f'/sensor_{side}/force')
+        assert len(got) == len(force)
+        for (_, msg), f in zip(got, force):
+            w = msg.wrench.force
+            assert np.allclose([w.x, w.y, w.z], f * axis, atol=1e-12)
+
+
+def test_annotations_carry_segments_held_out_guard_and_bad_frames(root: Path) -> None:
+    episode = _open(root)
+    notes = [(t, json.loads(m.data)) for t, m in _msgs(episode, '/annotations')]
+    kinds = [n['type'] for _, n in notes]
+    segments = json.loads((root / 'segments.json').read_text())[EPISODE]
+    bad = json.loads((root / 'bad_frames.json').read_text())[EPISODE]
+    split = json.loads((root / 'splits.json').read_text())[EPISODE]
+    assert kinds.count('segment') == len(segments)
+    assert kinds.count('bad_frame') == len(bad)
+    assert kinds.count('held_out') == len(split['held_out']) == kinds.count('guard')
+    row_ns = _row_ns(root)
+    for t, n in notes:
+        first = n.get('first_row', n.get('row'))
+        assert t == row_ns[first]
+        if n['type'] == 'guard':
+            assert n['last_row'] == n['held_out'][0] - 1
+            assert n['first_row'] == n['held_out'][0] - split['guard_frames']
+    assert [t for t, _ in notes] == sorted(t for t, _ in notes)
+
+
+# -- the React options ----------------------------------------------------------------------
+def test_segment_plays_one_clean_segment(root: Path) -> None:
+    segments = json.loads((root / 'segments.json').read_text())[EPISODE]
+    a, b = segments[1]
+    episode = _open(root, segment=1)
+    row_ns = _row_ns(root)
+    assert [t for t, _ in _msgs(episode, '/view_middle/image_raw')] == row_ns[a:b + 1].tolist()
+    assert [t for t, _ in _msgs(episode, '/tf')] == row_ns[a:b + 1].tolist()
+    fresh = column(root, 'tactile_left_is_new').astype(bool)
+    assert len(_msgs(episode, '/sensor_left/force')) == fresh[a:b + 1].sum()
+    assert (episode.start_ns, episode.end_ns) == (row_ns[a], row_ns[b])
+
+
+def test_segment_out_of_range_is_refused(root: Path) -> None:
+    from react_ros.errors import DatasetFormatError
+    with pytest.raises(DatasetFormatError, match='segments.json.*--segment 9'):
+        _open(root, segment=9)
+
+
+def test_skip_bad_drops_flagged_rows(root: Path) -> None:
+    bad = [e['frame'] for e in json.loads((root / 'bad_frames.json').read_text())[EPISODE]]
+    row_ns = _row_ns(root)
+    keep = np.setdiff1d(np.arange(len(row_ns)), bad)
+    episode = _open(root, skip_bad=True)
+    for topic in ('/tf', '/view_left/image_raw', '/view_left/camera_info', '/sensor_left/pose'):
+        assert [t for t, _ in _msgs(episode, topic)] == row_ns[keep].tolist(), topic
+    assert len(_msgs(_open(root), '/tf')) == len(row_ns)
+
+
+def test_tactile_latency_pairs_view_i_with_tactile_i_plus_n(root: Path) -> None:
+    n_lat = 4
+    fresh = column(root, 'tactile_left_is_new').astype(bool)
+    row_ns = _row_ns(root)
+    rows = np.flatnonzero(fresh[n_lat:])  # row i publishes tactile[i + N] where that is fresh
+    episode = _open(root, tactile_latency=n_lat)
+    images = _msgs(episode, '/tactile_left/image_raw')
+    assert [t for t, _ in images] == row_ns[rows].tolist()
+    for (_, msg), i in zip(images, rows):
+        frame = np.frombuffer(bytes(msg.data), np.uint8).reshape(msg.height, msg.width, 3)
+        assert read_frame_index(frame) == i + n_lat
+    force = column(root, 'force_left_normal_n')
+    got = _msgs(episode, '/sensor_left/force')
+    assert [m.wrench.force.y for _, m in got] == (-force[rows + n_lat]).tolist()
+    plain = _msgs(_open(root), '/tactile_left/image_raw')
+    assert [read_frame_index(np.frombuffer(bytes(m.data), np.uint8).reshape(
+        m.height, m.width, 3)) for _, m in plain] == np.flatnonzero(fresh).tolist()
+    assert to_ns(plain[0][1].header.stamp) == row_ns[0]

@@ -1,0 +1,125 @@
+"""React over real DDS: the gel centre projected from received TF + CameraInfo lands where the
+sample's own files put it, and tactile/force arrive on fresh rows only.
+
+The expectation is computed here from the release files (parquet via pyarrow, the JSON
+calibration), with this test's own plumb_bob projection, not from the adapter.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from react_support import EPISODE, column, edit_json, react_release
+from scipy.spatial.transform import Rotation
+
+from live_support import PLAYER, Listener, spawn_player, stop
+from react_ros.ros import qos
+from react_ros.ros.msgs import to_ns
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def plumb_bob(k: np.ndarray, d: list[float], p_cam: np.ndarray) -> np.ndarray:
+    x, y = p_cam[0] / p_cam[2], p_cam[1] / p_cam[2]
+    k1, k2, p1, p2, k3 = d
+    r2 = x * x + y * y
+    radial = 1 + k1 * r2 + k2 * r2 ** 2 + k3 * r2 ** 3
+    xd = x * radial + 2 * p1 * x * y + p2 * (r2 + 2 * x * x)
+    yd = y * radial + p1 * (r2 + 2 * y * y) + 2 * p2 * x * y
+    return np.array([k[0, 0] * xd + k[0, 2], k[1, 1] * yd + k[1, 2]])
+
+
+def _matrix(translation, rotation) -> np.ndarray:
+    m = np.eye(4)
+    m[:3, :3] = Rotation.from_quat([rotation.x, rotation.y, rotation.z, rotation.w]).as_matrix()
+    m[:3, 3] = [translation.x, translation.y, translation.z]
+    return m
+
+
+@pytest.fixture
+def listener():
+    node = Listener('react_listener')
+    yield node
+    node.close()
+
+
+def test_gel_centre_projects_within_1px_and_tactile_is_fresh_rows_only(
+        listener: Listener, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    from rosbag2_interfaces import srv
+    root = react_release(tmp_path_factory)
+    topics = {'/tf': 'tf2_msgs/msg/TFMessage',
+              '/view_middle/camera_info': 'sensor_msgs/msg/CameraInfo',
+              '/tactile_left/image_raw': 'sensor_msgs/msg/Image',
+              '/tactile_right/image_raw': 'sensor_msgs/msg/Image',
+              '/sensor_left/force': 'geometry_msgs/msg/WrenchStamped',
+              '/sensor_right/force': 'geometry_msgs/msg/WrenchStamped'}
+    for topic, msg_type in topics.items():
+        listener.subscribe(topic, msg_type)
+    log = tmp_path / 'player.log'
+    player = spawn_player(root, log, episode_id=EPISODE, start_paused=True)
+    try:
+        assert listener.wait_for_publishers(topics), log.read_text()
+        listener.subscribe('/tf_static', 'tf2_msgs/msg/TFMessage', qos.LATCHED)
+        listener.call(f'/{PLAYER}/resume', srv.Resume)
+        assert listener.spin_until(lambda: player.poll() is not None, 120), 'player never ended'
+        listener.spin_for(0.5)
+    finally:
+        assert stop(player) == 0, log.read_text()
+
+    # -- expectation from the files
+    poses = column(root, 'sensor_left_pose')
+    stamps = column(root, 'timestamp')
+    cal = json.loads((root / 'calibration/cameras/middle.json').read_text())
+    gel = np.array(json.loads((root / 'calibration/gel_left.json').read_text())
+                   ['gel_centre_mm']) / 1000.0
+    t_file = np.array(cal['T_mocap_to_cam'])
+    k_file = np.array(cal['K'])
+    base_ns = 1_778_371_200_000_000_000  # 2026-05-10T00:00:00Z, the documented time base
+
+    # -- the same from what arrived over ROS
+    (static,) = listener.msgs['/tf_static']
+    cam_tf = {t.child_frame_id: t for t in static.transforms}['view_middle_optical_frame']
+    assert cam_tf.header.frame_id == 'world'
+    world_to_cam = np.linalg.inv(_matrix(cam_tf.transform.translation, cam_tf.transform.rotation))
+    info = listener.msgs['/view_middle/camera_info'][0]
+    assert info.distortion_model == 'plumb_bob'
+    k_ros = np.array(info.k).reshape(3, 3)
+    tfs = listener.msgs['/tf']
+    assert len(tfs) == len(poses)
+    worst = 0.0
+    for row, msg in enumerate(tfs):
+        sensor = {t.child_frame_id: t for t in msg.transforms}['sensor_left']
+        assert to_ns(sensor.header.stamp) == base_ns + round(stamps[row] * 1e9)
+        m = _matrix(sensor.transform.translation, sensor.transform.rotation)
+        got = plumb_bob(k_ros, list(info.d), (world_to_cam @ m @ np.append(gel, 1.0))[:3])
+        p_world = Rotation.from_quat(poses[row, 3:7]).apply(gel) + poses[row, :3]
+        want = plumb_bob(k_file, cal['dist'], (t_file @ np.append(p_world, 1.0))[:3])
+        assert 0 < want[0] < cal['width'] and 0 < want[1] < cal['height']
+        worst = max(worst, float(np.linalg.norm(got - want)))
+    assert worst < 1.0, worst
+
+    # -- tactile and force: one message per fresh row, not per row
+    for side in ('left', 'right'):
+        fresh = column(root, f'tactile_{side}_is_new').astype(bool)
+        assert 0 < fresh.sum() < 0.5 * len(fresh)
+        want_ns = [base_ns + round(t * 1e9) for t in stamps[fresh]]
+        for topic in (f'/tactile_{side}/image_raw', f'/sensor_{side}/force'):
+            got_ns = [to_ns(m.header.stamp) for m in listener.msgs[topic]]
+            assert got_ns == want_ns, topic
+
+
+def test_player_refuses_a_flipped_calibration(tmp_path: Path,
+                                              tmp_path_factory: pytest.TempPathFactory) -> None:
+    root = Path(shutil.copytree(react_release(tmp_path_factory), tmp_path / 'release'))
+    edit_json(root / 'calibration/cameras/middle.json', lambda d: d.update(up_axis='y'))
+    log = tmp_path / 'player.log'
+    player = spawn_player(root, log, episode_id=EPISODE)
+    try:
+        player.wait(60)
+    finally:
+        stop(player)
+    assert player.returncode == 2, log.read_text()
+    assert 'middle.json' in log.read_text() and 'fingerprint' in log.read_text()
