@@ -24,6 +24,7 @@ from rclpy.signals import SignalHandlerOptions
 
 from react_ros.adapters import open_episode
 from react_ros.adapters.base import EpisodeOptions
+from react_ros.ros.dds import prefer_async_publishing
 from react_ros.errors import ReactRosError
 from react_ros.sinks.live import Player, PlayOptions
 
@@ -102,6 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ros_args = args[args.index('--ros-args'):] if '--ros-args' in args else []
     # Our own arguments only (see notes: rclpy would apply sys.argv's remaps itself),
     # and no rclpy signal handlers: the Player turns Ctrl-C into a clean stop.
+    prefer_async_publishing()
     rclpy.init(args=['player', *ros_args], signal_handler_options=SignalHandlerOptions.NO)
     node = None
     try:

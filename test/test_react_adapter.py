@@ -223,3 +223,81 @@ def test_tactile_latency_pairs_view_i_with_tactile_i_plus_n(root: Path) -> None:
     assert [read_frame_index(np.frombuffer(bytes(m.data), np.uint8).reshape(
         m.height, m.width, 3)) for _, m in plain] == np.flatnonzero(fresh).tolist()
     assert to_ns(plain[0][1].header.stamp) == row_ns[0]
+
+
+def test_y_up_poses_and_calibration_are_converted_together(root: Path, tmp_path: Path) -> None:
+    """A whole release in the recorded Y-up (poses and cameras) plays as the Z-up one."""
+    from react_support import rewrite_parquet
+
+    ref = _open(root)
+    copy = Path(shutil.copytree(root, tmp_path / 'release'))
+    world_z = np.eye(4)
+    world_z[:3, :3] = Y_TO_Z
+    for cam in ('left', 'middle', 'right'):
+        edit_json(copy / f'calibration/cameras/{cam}.json', lambda d: d.update(
+            T_mocap_to_cam=(np.array(d['T_mocap_to_cam']) @ world_z).tolist(), up_axis='y'))
+    to_y = Rotation.from_matrix(Y_TO_Z.T)
+
+    def edit(table: Any) -> Any:
+        import pyarrow as pa
+        for name in ('sensor_left_pose', 'sensor_right_pose', 'object_pose',
+                     'force_left_target_pose', 'force_right_target_pose'):
+            p = np.asarray(table.column(name).to_pylist())
+            p[:, :3] = p[:, :3] @ Y_TO_Z
+            p[:, 3:7] = (to_y * Rotation.from_quat(p[:, 3:7])).as_quat()
+            i = table.column_names.index(name)
+            table = table.set_column(i, name, pa.array(p.tolist(), table.schema.field(name).type))
+        world = json.loads(table.schema.metadata[b'twm.world_frame'])
+        world['up_axis'] = 'y'
+        return table.replace_schema_metadata({b'twm.world_frame': json.dumps(world)})
+    rewrite_parquet(copy, edit)
+    got = _open(copy)
+    assert any('converted together' in w for w in got.warnings), got.warnings
+    for topic in ('/tf', '/tf_static'):
+        for (ta, a), (tb, b) in zip(_msgs(ref, topic), _msgs(got, topic)):
+            assert ta == tb
+            for x, y in zip(a.transforms, b.transforms):
+                assert x.child_frame_id == y.child_frame_id
+                u, v = x.transform, y.transform
+                assert np.allclose([u.translation.x, u.translation.y, u.translation.z],
+                                   [v.translation.x, v.translation.y, v.translation.z],
+                                   atol=1e-9)
+                ru = Rotation.from_quat([u.rotation.x, u.rotation.y, u.rotation.z, u.rotation.w])
+                rv = Rotation.from_quat([v.rotation.x, v.rotation.y, v.rotation.z, v.rotation.w])
+                assert (ru.inv() * rv).magnitude() < 1e-9
+    a = [m.pose.position.z for _, m in _msgs(ref, '/sensor_left/force_target')]
+    b = [m.pose.position.z for _, m in _msgs(got, '/sensor_left/force_target')]
+    assert np.allclose(a, b, atol=1e-9)
+
+
+def test_sample_release_has_the_contract_layout(root: Path) -> None:
+    from react_support import read_parquet
+
+    from react_ros.formats.parquet_video import columns
+    info = json.loads((root / 'meta/info.json').read_text())
+    assert info['fps'] == 30 and info['task'] == 'motherboard'
+    assert info['video_keys'] == ['view_left', 'view_middle', 'view_right', 'tactile_left',
+                                  'tactile_right']
+    (record,) = [json.loads(line) for line in (root / 'episodes.jsonl').read_text().splitlines()]
+    assert record['episode'] == EPISODE and len(record['world_frame_offset']) == 3
+    table = read_parquet(root)
+    assert record['length'] == table.num_rows
+    assert set(columns()) <= set(table.column_names)
+    world = json.loads(table.schema.metadata[b'twm.world_frame'])
+    assert (world['up_axis'], world['raw_h5_offset_up_axis']) == ('z', 'y')
+    for key in info['video_keys']:
+        assert (root / f'videos/{EPISODE}/{key}.mp4').is_file()
+    for cam in ('left', 'middle', 'right'):
+        cal = json.loads((root / f'calibration/cameras/{cam}.json').read_text())
+        assert cal['up_axis'] == 'z' and len(cal['dist']) == 5
+        assert np.allclose(cal['K'], camera_matrix(cal['width'], cal['height']))
+    angles = []
+    for side in ('left', 'right'):
+        gel = json.loads((root / f'calibration/gel_{side}.json').read_text())
+        axis = np.array(gel['gel_axis_in_rigid'])
+        angles.append(round(float(np.degrees(np.arccos(-axis[1] / np.linalg.norm(axis)))), 1))
+        fresh = column(root, f'tactile_{side}_is_new').astype(bool)
+        assert 0.2 < fresh.mean() < 0.4  # ~29 %: the GelSight ran slower than the cameras
+    assert angles == [21.2, 22.4]
+    hz = 1 / np.diff(column(root, 'timestamp'))
+    assert abs(np.median(hz) - 29.9) < 1.0 and hz.max() - hz.min() > 1.0

@@ -26,7 +26,7 @@ from react_ros.adapters.base import Episode, EpisodeOptions
 from react_ros.errors import DatasetFormatError, FrameSyncError, ReactRosError
 from react_ros.formats import video
 from react_ros.formats.parquet_video import (
-    EPISODE_ID, FINGERPRINT_TOLERANCE_PX, MAX_QUAT_NORM_ERROR, MM_SUSPECT_M, POSE_COLUMNS, SIDES,
+    FINGERPRINT_TOLERANCE_PX, MAX_QUAT_NORM_ERROR, MM_SUSPECT_M, POSE_COLUMNS, SIDES,
     VIEWS, Camera, Gel, Table, convert_calibration_y_to_z, convert_poses_y_to_z, date_base_ns,
     fingerprint_error_px, read_camera, read_episodes, read_gel, read_json, read_table)
 from react_ros.formats.react_conformance import conformance_report
@@ -118,8 +118,11 @@ class ReactAdapter:
             example = ids[0] if ids else 'DATE/episode_NNN'
             raise DatasetFormatError(self.root, f'a React release holds {len(ids)} episode(s); '
                                      f'choose one with --episode (e.g. --episode {example})')
-        if not EPISODE_ID.match(want):
-            raise DatasetFormatError(path, f'episode id {want!r} is not DATE/episode_NNN')
+        try:
+            date_base_ns(want)
+        except ValueError:
+            raise DatasetFormatError(path, f'episode id {want!r} is not DATE/episode_NNN with a '
+                                     'valid date') from None
         if want not in ids:
             shown = ', '.join(ids[:5]) + (' ...' if len(ids) > 5 else '')
             raise DatasetFormatError(path, f'no episode {want!r} (it lists {shown or "none"})')
@@ -201,19 +204,21 @@ class ReactAdapter:
                     self.warnings.append(f'{cam.path.name}: Y-up calibration ('
                                          f'{_declared(cam)}) converted to the poses\' Z-up')
         fp = table.world_frame.get('fingerprint')
+        checked = False
         if isinstance(fp, dict) and fp.get('sensor') in SIDES:
             sensor_poses = poses[f'sensor_{fp["sensor"]}_pose']
             for cam in cams.values():
                 err = fingerprint_error_px(sensor_poses, gels[fp['sensor']], cam, fp)
+                checked = checked or err is not None
                 if err is not None and err > FINGERPRINT_TOLERANCE_PX:
                     raise DatasetFormatError(cam.path, f'with {_declared(cam)} its projections '
                                              f'land {err:.0f} px from the fingerprint stored in '
                                              f'{table.path.name} (tolerance '
                                              f'{FINGERPRINT_TOLERANCE_PX:g} px): calibration and '
                                              'poses are not in one up axis; refusing to mix')
-        elif any(c.converted for c in cams.values()):
-            self.warnings.append('no projection fingerprint in twm.world_frame: the up-axis '
-                                 'conversion could not be checked against the release')
+        if not checked and any(c.converted for c in cams.values()):
+            self.warnings.append('no usable projection fingerprint in twm.world_frame: the '
+                                 'up-axis conversion could not be checked against the release')
         videos = self._videos(table)
         return _Release(table, poses, targets, cams, gels, videos, t_ns, poses_up)
 

@@ -85,9 +85,13 @@ def gel_centres_world(poses: np.ndarray, gel_centre_mm: Sequence[float]) -> np.n
 
 
 def date_base_ns(episode_id: str) -> int:
-    """The time base: the episode's DATE at 00:00:00 UTC, in ns since the epoch."""
+    """The time base: the episode's DATE at 00:00:00 UTC, in ns since the epoch.
+
+    Raises ValueError for an id that is not DATE/episode_NNN with a real date.
+    """
     m = EPISODE_ID.match(episode_id)
-    assert m is not None  # checked by the caller
+    if m is None:
+        raise ValueError(f'not DATE/episode_NNN: {episode_id!r}')
     day = dt.datetime.strptime(m.group(1), '%Y-%m-%d').replace(tzinfo=dt.timezone.utc)
     return int(day.timestamp()) * 1_000_000_000
 
@@ -274,23 +278,9 @@ def read_table(path: Path) -> Table:
         world_frame=world, has_world_frame=WORLD_FRAME_KEY in meta)
 
 
-def quaternion_norm_error(poses: np.ndarray) -> float:
-    finite = np.all(np.isfinite(poses), axis=1)
-    if not finite.any():
-        return 0.0
-    return float(np.abs(np.linalg.norm(poses[finite, 3:7], axis=1) - 1.0).max())
-
-
-def median_position_norm(poses: np.ndarray) -> float:
-    finite = np.all(np.isfinite(poses), axis=1)
-    if not finite.any():
-        return 0.0
-    return float(np.median(np.linalg.norm(poses[finite, :3], axis=1)))
-
-
 def fingerprint_error_px(table_poses: np.ndarray, gel: Gel, cam: Camera,
                          fingerprint: dict[str, Any]) -> float | None:
-    """Worst distance of the stored fingerprint pixels from our own projection (None: none stored)."""
+    """Worst distance (px) of the stored fingerprint from our own projection; None: none stored."""
     rows = fingerprint.get('rows')
     pixels = (fingerprint.get('pixels') or {}).get(cam.name)
     if not isinstance(rows, list) or not isinstance(pixels, list) or len(rows) != len(pixels):
@@ -304,4 +294,6 @@ def fingerprint_error_px(table_poses: np.ndarray, gel: Gel, cam: Camera,
         return None
     ours = project(cam.t_mocap_to_cam, cam.k, cam.dist,
                    gel_centres_world(table_poses[idx], gel.centre_mm))
-    return float(np.linalg.norm(ours - stored, axis=1).max())
+    err = np.linalg.norm(ours - stored, axis=1)
+    err = err[np.isfinite(err)]  # a row with a tracking dropout proves nothing
+    return float(err.max()) if len(err) else None

@@ -11,8 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from react_ros.formats.parquet_video import (FINGERPRINT_TOLERANCE_PX, MAX_QUAT_NORM_ERROR,
-                                             MM_SUSPECT_M, POSE_COLUMNS, SIDES, Camera, Gel,
-                                             Table, convert_poses_y_to_z, fingerprint_error_px,
+                                             MM_SUSPECT_M, POSE_COLUMNS, SIDES,
+                                             STIFFNESS_N_PER_M, Camera, Gel, Table,
+                                             convert_poses_y_to_z, fingerprint_error_px,
                                              gel_centres_world, project)
 
 ASSUMED_HZ = 30.0
@@ -103,6 +104,22 @@ def conformance_report(table: Table, poses: dict[str, np.ndarray], cams: dict[st
     line(True, 'fresh tactile (tactile_*_is_new): ' + ', '.join(parts)
          + '; force and tactile published on those rows only',
          'force averaged over every row: ' + '; '.join(would))
+
+    k = STIFFNESS_N_PER_M / 1000.0
+    dev_mm, stale_k, unfresh = 0.0, 0.0, 0
+    for s in SIDES:
+        f, pen = table.force_n[s], table.penetration_mm[s]
+        both = np.isfinite(f) & np.isfinite(pen)
+        if both.any():
+            dev_mm = max(dev_mm, float(np.abs(pen[both] - f[both] / k).max()))
+            stale_k = max(stale_k, float(np.abs(pen[both] - f[both] / 1.0).max()))
+        src = table.source_frame[s]
+        inside = (src >= 0) & (src <= np.arange(table.n))
+        unfresh += int((~inside).sum()) + int((~table.is_new[s][src[inside]]).sum())
+    line(dev_mm <= 1e-6, f'penetration_mm = force / {k:g} N/mm (stiffness defined once) to '
+         f'{dev_mm:.2g} mm; force_*_source_frame names a fresh, earlier tactile row '
+         f'{"everywhere" if not unfresh else f"except on {unfresh} rows"}',
+         f'a hard-coded k = 1 N/mm, off by up to {stale_k:.2f} mm')
 
     ts = table.timestamp_s
     if table.n > 1:

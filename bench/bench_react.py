@@ -1,0 +1,212 @@
+"""React playback benchmark: the player against its decode and publish limits.
+
+One run, one machine, one React sample release at the dataset's own 640x480:
+three colour views at the recorded ~29.9 Hz plus two tactile videos (decoded
+whole, published on their ~29 % fresh rows only).
+  decode   the five videos decoded together on five threads, no ROS (frames/s);
+  publish  640x480 rgb8 Images published as fast as possible to one subscriber
+           in another process (Images/s);
+  player   the real player at a rate it cannot keep up with, the same subscriber
+           attached to the five image topics: Images/s and real-time factor;
+  1.0x     the player at real time: real-time factor and p50/p99 lateness.
+Run it with `scripts/ros_env.sh python bench/bench_react.py` (the UMI benchmark's
+helpers are imported from bench_umi.py).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_umi import Subscriber, log  # noqa: E402
+
+EPISODE = '2026-05-10/episode_000'
+KEYS = ('view_left', 'view_middle', 'view_right', 'tactile_left', 'tactile_right')
+IMAGE_TOPICS = [f'/{k}/image_raw' for k in KEYS]
+
+
+def sample(cache: Path, duration: float) -> Path:
+    from react_ros.samples.react import write_react_sample
+    root = cache / f'react_640x480_{duration:g}s'
+    if not (root / 'episodes.jsonl').exists():
+        log(f'writing a {duration:g} s 640x480 React sample to {root}')
+        write_react_sample(root, seed=1, duration_s=duration, width=640, height=480)
+    return root
+
+
+def videos(root: Path) -> list[Path]:
+    return [root / 'videos' / EPISODE / f'{k}.mp4' for k in KEYS]
+
+
+def decode_limit(root: Path) -> tuple[float, int]:
+    """Frames/s decoding the five videos at once, one thread each, as the player does."""
+    from react_ros.formats.video import decode_rgb
+    counts = [0] * len(KEYS)
+
+    def work(i: int, path: Path) -> None:
+        for _ in decode_rgb(path):
+            counts[i] += 1
+
+    threads = [threading.Thread(target=work, args=(i, p)) for i, p in enumerate(videos(root))]
+    t = time.perf_counter()
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    return sum(counts) / (time.perf_counter() - t), counts[0]
+
+
+def publish_limit(root: Path, n: int) -> tuple[float, int]:
+    """Images/s publishing pre-built 640x480 rgb8 Images to one subscriber."""
+    import rclpy
+    from rclpy.context import Context
+    from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+    from sensor_msgs.msg import Image
+
+    from react_ros.formats.video import decode_rgb
+    from react_ros.ros.image import rgb_image
+    from react_ros.ros.qos import DEFAULT
+
+    frame = next(iter(decode_rgb(videos(root)[1])))
+    sub = Subscriber(['/bench/image'])
+    ctx = Context()
+    rclpy.init(args=[], context=ctx)
+    node = rclpy.create_node('bench_publisher', context=ctx)
+    pub = node.create_publisher(Image, '/bench/image', DEFAULT)
+    deadline = time.monotonic() + 10
+    while pub.get_subscription_count() == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    msgs = [rgb_image(frame, i, 'cam') for i in range(4)]
+    sent = 0
+    t = time.perf_counter()
+    for i in range(n):
+        try:
+            pub.publish(msgs[i % 4])
+            sent += 1
+        except _rclpy.RCLError:
+            pass
+    rate = sent / (time.perf_counter() - t)
+    time.sleep(1.0)
+    node.destroy_node()
+    rclpy.shutdown(context=ctx)
+    return rate, sub.stop()['/bench/image']
+
+
+def small_limit(root: Path) -> tuple[float, int]:
+    """Messages/s publishing the episode's light messages (poses, TF, camera_info, force,
+    annotations), pre-built, in merged order, with the player's QoS and no subscriber."""
+    import rclpy
+    from rclpy.context import Context
+
+    from react_ros.adapters import EpisodeOptions, open_episode
+    from react_ros.ros import qos
+    from react_ros.ros.msgs import message_class
+    from react_ros.streams import merge
+
+    episode = open_episode(root, 'react', EpisodeOptions(episode=EPISODE))
+    light = [st for st in episode.streams if not st.heavy]
+    events = [(light[e.stream_idx].topic, e.msg) for e in merge([st.open() for st in light])]
+    ctx = Context()
+    rclpy.init(args=[], context=ctx)
+    node = rclpy.create_node('bench_small_publisher', context=ctx)
+    pubs = {st.topic: node.create_publisher(message_class(st.msg_type), st.topic,
+                                            qos.live_writer(st.latched, False)) for st in light}
+    t = time.perf_counter()
+    for topic, msg in events:
+        pubs[topic].publish(msg)
+    rate = len(events) / (time.perf_counter() - t)
+    node.destroy_node()
+    rclpy.shutdown(context=ctx)
+    return rate, len(events)
+
+
+def run_player(root: Path, rate: float, record: bool = False) -> dict:
+    from react_ros.adapters import EpisodeOptions, open_episode
+    from react_ros.sinks.live import Player, PlayOptions
+
+    episode = open_episode(root, 'react', EpisodeOptions(episode=EPISODE))
+    sub = Subscriber(IMAGE_TOPICS)
+    player = Player(episode, PlayOptions(rate=rate, quiet=True, keyboard=False,
+                                         record_lateness=record))
+    player.run()
+    stats = player.stats()
+    wall = stats.span_s  # first to last message published: playback only
+    received = sub.stop()
+    images = sum(stats.topics[tp].count for tp in IMAGE_TOPICS)
+    out = {'images': images, 'images_per_s': images / wall, 'rtf': stats.played_ns / 1e9 / wall,
+           'received': sum(received.values()), 'failed': stats.failed}
+    if record:
+        late = np.asarray(player.lateness_ns(), dtype=np.float64) / 1e6
+        out['late_p50_ms'] = float(np.percentile(late, 50))
+        out['late_p99_ms'] = float(np.percentile(late, 99))
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--duration', type=float, default=10.0, help='episode length (s)')
+    ap.add_argument('--cache', type=Path, default=Path(os.environ.get(
+        'XDG_CACHE_HOME', Path.home() / '.cache')) / 'react_ros' / 'bench')
+    args = ap.parse_args()
+    root = sample(args.cache, args.duration)
+
+    from react_ros.adapters import EpisodeOptions, open_episode
+    episode = open_episode(root, 'react', EpisodeOptions(episode=EPISODE))
+    counts = {s.topic: s.count or 0 for s in episode.streams}
+    seconds = episode.duration_ns / 1e9
+    need_publish = sum(counts[t] for t in IMAGE_TOPICS) / seconds
+    log('decode limit')
+    dec, rows = decode_limit(root)
+    need_decode = len(KEYS) * rows / seconds  # tactile videos decode every row
+    log('publish limit')
+    pub, pub_received = publish_limit(root, 600)
+    log('light-message publish limit')
+    small, n_small = small_limit(root)
+    log('player, as fast as it goes')
+    fast = run_player(root, 100.0)
+    log('player at 1.0x')
+    rt = run_player(root, 1.0, record=True)
+
+    # Seconds of work per second of episode, one thing after another: decode every
+    # frame (tactile too), publish the images played, publish the light messages.
+    need_small = n_small / seconds
+    rtf_limit = 1.0 / (need_decode / dec + need_publish / pub + need_small / small)
+    limit = need_publish * rtf_limit
+    rows_out = [
+        ('decode only, 5 videos together, 640x480', f'{dec:.0f} frames/s',
+         f'real time needs {need_decode:.0f} frames/s'),
+        ('publish only, 640x480 rgb8, 1 subscriber', f'{pub:.0f} Images/s',
+         f'{pub_received} of 600 received'),
+        ('publish only, the light messages (TF, poses, camera_info, force)',
+         f'{small:.0f} msgs/s', f'real time needs {need_small:.0f} msgs/s'),
+        ('limit from decode and both publishes, React mix', f'{limit:.0f} Images/s',
+         f'RTF {rtf_limit:.2f}; real time needs {need_publish:.0f} Images/s'),
+        ('player, React 640x480, as fast as it goes', f'{fast["images_per_s"]:.0f} Images/s',
+         f'{fast["images_per_s"] / limit:.0%} of the limit; RTF {fast["rtf"]:.2f}'),
+        ('player at 1.0x, React 640x480', f'RTF {rt["rtf"]:.2f}',
+         f'lateness p50 {rt["late_p50_ms"]:.1f} ms, p99 {rt["late_p99_ms"]:.1f} ms'),
+    ]
+    print(f'React benchmark: {seconds:.1f} s episode, 3 views at '
+          f'{counts["/view_middle/image_raw"] / seconds:.1f} Hz + 2 tactile at '
+          f'{counts["/tactile_left/image_raw"] / seconds:.1f} Hz fresh, '
+          f'{os.cpu_count()} cores')
+    print('| measurement | figure | ratio / note |')
+    print('|---|---|---|')
+    for r in rows_out:
+        print(f'| {r[0]} | {r[1]} | {r[2]} |')
+    checks = [('player as fast as it goes >= 85% of the limit',
+               fast['images_per_s'] >= 0.85 * limit),
+              ('player keeps real time at 1.0x', rt['rtf'] >= 0.98)]
+    for name, ok in checks:
+        print(f'{"PASS" if ok else "FAIL"}: {name}')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
