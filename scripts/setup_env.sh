@@ -29,7 +29,9 @@ pip install -r "$root/requirements/ros-kilted.txt" -r "$root/requirements/python
 # and numpy include dirs; point them at this interpreter's.
 pyinc=$("$venv/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['include'])")
 npinc=$("$venv/bin/python" -c "import numpy; print(numpy.get_include())")
-grep -rl "/opt/python/cp311-cp311" "$venv/share" --include='*.cmake' 2>/dev/null | while read -r f; do
+# (grep finds nothing once they are patched: not an error on a re-run)
+{ grep -rl "/opt/python/cp311-cp311" "$venv/share" --include='*.cmake' 2>/dev/null || true; } \
+  | while read -r f; do
   sed -i "s#/opt/python/cp311-cp311/include/python3.11#$pyinc#g; s#/opt/python/cp311-cp311/lib/python3.11/site-packages/numpy/_core/include#$npinc#g" "$f"
 done
 

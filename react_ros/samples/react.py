@@ -38,6 +38,7 @@ CENTRE = np.array([0.25, 0.30, 0.12])  # middle of the workspace, metres, Z-up
 CAMERA_OFFSETS = {'left': (-0.55, -0.45, 0.45), 'middle': (0.0, -0.70, 0.45),
                   'right': (0.55, -0.45, 0.45)}
 CALIB_SIZE = (640, 480)
+DIST = [0.04, -0.08, 0.0008, -0.0005, 0.015]  # plumb_bob k1, k2, p1, p2, k3
 GEL = {'left': {'gel_centre_mm': [2.0, -24.0, 6.0], 'depth_offset_mm': -5.0,
                 'tilt': ('x', 21.2)},
        'right': {'gel_centre_mm': [-1.5, -23.0, 5.0], 'depth_offset_mm': 0.0,
@@ -50,8 +51,6 @@ def camera_matrix(width: int, height: int) -> np.ndarray:
     return np.array([[600.0 * sx, 0.0, 320.0 * sx], [0.0, 600.0 * sy, 240.0 * sy],
                      [0.0, 0.0, 1.0]])
 
-
-DIST = [0.04, -0.08, 0.0008, -0.0005, 0.015]
 
 
 def look_at(position: np.ndarray, target: np.ndarray) -> np.ndarray:
@@ -111,7 +110,7 @@ class _Release:
         self.cams = {v: look_at(CENTRE + np.array(CAMERA_OFFSETS[v]), CENTRE) for v in VIEWS}
 
     def write(self) -> None:
-        date, name = EPISODE.split('/')
+        date = EPISODE.split('/')[0]
         for sub in ('meta', f'data/{date}', f'videos/{EPISODE}', 'calibration/cameras'):
             (self.root / sub).mkdir(parents=True)
         poses = self._poses()
