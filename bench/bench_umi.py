@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from react_ros.ros.dds import prefer_async_publishing
+from react_ros.sinks.allocator import reuse_freed_frames
 
 ROOT = Path(__file__).resolve().parents[1]
 CAMS = ('left', 'center', 'right')
@@ -121,12 +122,28 @@ def publish_limit(ep: Path, n: int) -> tuple[float, int]:
     return rate, received
 
 
-def run_player(ep: Path, scale: float, rate: float, record: bool = False) -> dict:
+def publish_limit_in(mode: str, ep: Path, n: int) -> tuple[float, int]:
+    """publish_limit() in a child process whose Fast DDS publishes in `mode`.
+
+    SYNCHRONOUS: publish() returns once the image is handed to the transport,
+    so the rate is what delivering an image costs. ASYNCHRONOUS (the player's
+    mode): publish() returns once the image is queued, and Fast DDS's own
+    thread delivers it later.
+    """
+    env = dict(os.environ, RMW_FASTRTPS_PUBLICATION_MODE=mode)
+    out = subprocess.run([sys.executable, __file__, '--publish-only', str(n), '--episode', str(ep)],
+                         env=env, check=True, stdout=subprocess.PIPE, text=True).stdout
+    result = json.loads(out.strip().splitlines()[-1])
+    return result['rate'], result['received']
+
+
+def run_player(ep: Path, scale: float, rate: float, record: bool = False,
+               subscriber: bool = True) -> dict:
     from react_ros.adapters import EpisodeOptions, open_episode
     from react_ros.sinks.live import Player, PlayOptions
 
     episode = open_episode(ep, 'umi', EpisodeOptions(image_scale=scale))
-    sub = Subscriber(IMAGE_TOPICS)
+    sub = Subscriber(IMAGE_TOPICS) if subscriber else None
     player = Player(episode, PlayOptions(rate=rate, quiet=True, keyboard=False,
                                          record_lateness=record))
     player.run()
@@ -134,7 +151,7 @@ def run_player(ep: Path, scale: float, rate: float, record: bool = False) -> dic
     # From the first to the last message published: start-up (opening videos,
     # DDS discovery) and shut-down are not playback.
     wall = stats.span_s
-    received = sub.stop()
+    received = sub.stop() if sub is not None else {}
     images = sum(stats.topics[tp].count for tp in IMAGE_TOPICS)
     out = {'wall_s': wall, 'images': images, 'images_per_s': images / wall,
            'rtf': stats.played_ns / 1e9 / wall, 'received': sum(received.values()),
@@ -163,9 +180,16 @@ def main() -> int:
     ap.add_argument('--duration', type=float, default=6.0, help='episode length (s)')
     ap.add_argument('--cache', type=Path, default=Path(os.environ.get(
         'XDG_CACHE_HOME', Path.home() / '.cache')) / 'react_ros' / 'bench')
+    ap.add_argument('--publish-only', type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument('--episode', type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.publish_only:
+        rate, received = publish_limit(args.episode, args.publish_only)
+        print(json.dumps({'rate': rate, 'received': received}))
+        return 0
     # The player asks for this in its own process; the limits are measured under it too.
     prefer_async_publishing()
+    reuse_freed_frames()  # the player's allocator settings, for the decode limit too
     ep = sample(args.cache, args.duration)
     ep_long = sample(args.cache, 2 * args.duration)
 
@@ -173,11 +197,13 @@ def main() -> int:
     dec_full = decode_limit(ep, 1.0)
     dec_half = decode_limit(ep, 0.5)
     log('publish limit')
-    pub_full, pub_received = publish_limit(ep, 300)
+    pub_full, pub_received = publish_limit_in('SYNCHRONOUS', ep, 300)
+    pub_async, async_received = publish_limit_in('ASYNCHRONOUS', ep, 300)
     log('player, full resolution, as fast as it goes')
     p_full = run_player(ep, 1.0, 100.0)
     log('player, --image-scale 0.5, as fast as it goes')
     p_half = run_player(ep, 0.5, 100.0)
+    p_half_alone = run_player(ep, 0.5, 100.0, subscriber=False)
     log('player at 1.0x')
     rt_full = run_player(ep, 1.0, 1.0, record=True)
     rt_half = run_player(ep, 0.5, 1.0, record=True)
@@ -190,13 +216,17 @@ def main() -> int:
     rows = [
         ('decode only, 3 videos together, 1920x1200', f'{dec_full:.0f} frames/s', ''),
         ('decode only, 3 videos together, scaled 0.5', f'{dec_half:.0f} frames/s', ''),
-        ('publish only, 1920x1200 rgb8, 1 subscriber', f'{pub_full:.0f} Images/s',
-         f'{pub_received} of 300 received'),
+        ('publish only, 1920x1200 rgb8, 1 subscriber, synchronous', f'{pub_full:.0f} Images/s',
+         f'returns once delivered to the transport; {pub_received} of 300 received'),
+        ('publish only, the same, asynchronous (as the player)', f'{pub_async:.0f} Images/s',
+         f'returns once queued; {async_received} of 300 received'),
         ('limit 1/(1/decode + 1/publish), 1920x1200', f'{combined:.0f} Images/s', ''),
         ('player, 1920x1200, as fast as it goes', f'{p_full["images_per_s"]:.0f} Images/s',
          f'{p_full["images_per_s"] / combined:.0%} of the limit; RTF {p_full["rtf"]:.2f}'),
         ('player, --image-scale 0.5, as fast as it goes', f'{p_half["images_per_s"]:.0f} Images/s',
          f'{p_half["images_per_s"] / dec_half:.0%} of decode; RTF {p_half["rtf"]:.2f}'),
+        ('the same with no subscriber', f'{p_half_alone["images_per_s"]:.0f} Images/s',
+         f'{p_half_alone["images_per_s"] / dec_half:.0%} of decode'),
         ('player at 1.0x, 1920x1200', f'RTF {rt_full["rtf"]:.2f}',
          f'lateness p50 {rt_full["late_p50_ms"]:.1f} ms, p99 {rt_full["late_p99_ms"]:.1f} ms'),
         ('player at 1.0x, --image-scale 0.5', f'RTF {rt_half["rtf"]:.2f}',

@@ -56,6 +56,7 @@ from react_ros.adapters.base import Episode  # noqa: TC001 (runtime use in annot
 from react_ros.errors import ReactRosError
 from react_ros.ros import qos
 from react_ros.ros.dds import prefer_async_publishing
+from react_ros.sinks.allocator import reuse_freed_frames
 from react_ros.ros.msgs import message_class, stamp, to_ns
 from react_ros.sinks.keyboard import DOWN, RIGHT, SPACE, UP, Keyboard
 from react_ros.sinks.readahead import Cancelled, ReadAhead
@@ -131,6 +132,7 @@ class Player:
         self.episode = episode
         self.options = opts = options or PlayOptions()
         _check_options(opts)
+        reuse_freed_frames()
         self.streams = self._select(episode.streams)
         self.t0 = episode.start_ns
         self.t_end = episode.end_ns
