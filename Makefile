@@ -15,6 +15,7 @@ test: setup
 
 bench: setup
 	@$(ENV) python bench/bench_umi.py
+	@$(ENV) python bench/bench_react.py
 
 clean:
 	rm -rf .venv build install log .pytest_cache
