@@ -14,7 +14,6 @@ captured on, so a stale row visibly repeats the last fresh one.
 from __future__ import annotations
 
 import json
-import shutil
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -23,10 +22,10 @@ import av
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from react_ros.errors import SinkError
 from react_ros.formats.parquet_video import (POSE_COLUMNS, SIDES, STIFFNESS_N_PER_M, VIDEO_KEYS,
                                              VIEWS, WORLD_FRAME_KEY, gel_centres_world, project)
 from react_ros.samples.umi import frame_index_bits
+from react_ros.samples.writing import write_sample
 
 EPISODE = '2026-05-10/episode_000'
 TASK = 'motherboard'
@@ -74,26 +73,8 @@ def gel_axis_in_rigid(side: str) -> np.ndarray:
 def write_react_sample(out_dir: Path, *, seed: int = 0, duration_s: float = 3.0,
                        width: int = 640, height: int = 480) -> Path:
     """Write a release root at `out_dir` (under a temporary name, renamed at the end)."""
-    out_dir = Path(out_dir)
-    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
-        raise SinkError(f'{out_dir}: exists already and is not empty, not overwriting')
-    if not 0.5 <= duration_s <= 3600:
-        raise SinkError(f'{out_dir}: duration must be between 0.5 s and 1 h, got {duration_s}')
-    if width % 2 or height % 2 or width < 64 or height < 48:
-        raise SinkError(f'{out_dir}: video size must be even and at least 64x48, '
-                        f'got {width}x{height}')
-    tmp = out_dir.with_name(out_dir.name + '.partial')
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    try:
-        _Release(tmp, seed, duration_s, width, height).write()
-        if out_dir.exists():
-            out_dir.rmdir()
-        tmp.rename(out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return out_dir
+    return write_sample(out_dir, duration_s, (width, height), 0.5, (64, 48),
+                        lambda tmp: _Release(tmp, seed, duration_s, width, height).write())
 
 
 class _Release:

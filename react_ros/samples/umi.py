@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -26,8 +25,8 @@ from scipy.spatial.transform import Rotation
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
-from react_ros.errors import SinkError
 from react_ros.ros.msgs import definition_text, stamp
+from react_ros.samples.writing import write_sample
 
 CAMERAS = ('left', 'center', 'right')
 CALIB_SIZE = (1920, 1200)
@@ -116,26 +115,8 @@ def write_umi_sample(out_dir: Path, *, seed: int = 0, duration_s: float = 3.0,
     run leaves no half episode behind. The calibration is written for the
     video resolution (scaled from a 1920x1200 one) so the two agree.
     """
-    out_dir = Path(out_dir)
-    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
-        raise SinkError(f'{out_dir}: exists already and is not empty, not overwriting')
-    if not 0.1 <= duration_s <= 3600:
-        raise SinkError(f'{out_dir}: duration must be between 0.1 s and 1 h, got {duration_s}')
-    if width % 2 or height % 2 or width < 16 or height < 16:
-        raise SinkError(f'{out_dir}: video size must be even and at least 16x16, '
-                        f'got {width}x{height}')
-    tmp = out_dir.with_name(out_dir.name + '.partial')
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    try:
-        _Episode(tmp, seed, duration_s, width, height).write()
-        if out_dir.exists():
-            out_dir.rmdir()
-        tmp.rename(out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return out_dir
+    return write_sample(out_dir, duration_s, (width, height), 0.1, (16, 16),
+                        lambda tmp: _Episode(tmp, seed, duration_s, width, height).write())
 
 
 class _Episode:
