@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_umi import Subscriber, log  # noqa: E402
+from bench_umi import Subscriber, log, publish_limit  # noqa: E402
 
 EPISODE = '2026-05-10/episode_000'
 KEYS = ('view_left', 'view_middle', 'view_right', 'tactile_left', 'tactile_right')
@@ -60,42 +60,6 @@ def decode_limit(root: Path) -> tuple[float, int]:
     for th in threads:
         th.join()
     return sum(counts) / (time.perf_counter() - t), counts[0]
-
-
-def publish_limit(root: Path, n: int) -> tuple[float, int]:
-    """Images/s publishing pre-built 640x480 rgb8 Images to one subscriber."""
-    import rclpy
-    from rclpy.context import Context
-    from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
-    from sensor_msgs.msg import Image
-
-    from react_ros.formats.video import decode_rgb
-    from react_ros.ros.image import rgb_image
-    from react_ros.ros.qos import DEFAULT
-
-    frame = next(iter(decode_rgb(videos(root)[1])))
-    sub = Subscriber(['/bench/image'])
-    ctx = Context()
-    rclpy.init(args=[], context=ctx)
-    node = rclpy.create_node('bench_publisher', context=ctx)
-    pub = node.create_publisher(Image, '/bench/image', DEFAULT)
-    deadline = time.monotonic() + 10
-    while pub.get_subscription_count() == 0 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    msgs = [rgb_image(frame, i, 'cam') for i in range(4)]
-    sent = 0
-    t = time.perf_counter()
-    for i in range(n):
-        try:
-            pub.publish(msgs[i % 4])
-            sent += 1
-        except _rclpy.RCLError:
-            pass
-    rate = sent / (time.perf_counter() - t)
-    time.sleep(1.0)
-    node.destroy_node()
-    rclpy.shutdown(context=ctx)
-    return rate, sub.stop()['/bench/image']
 
 
 def small_limit(root: Path) -> tuple[float, int]:
@@ -165,7 +129,7 @@ def main() -> int:
     dec, rows = decode_limit(root)
     need_decode = len(KEYS) * rows / seconds  # tactile videos decode every row
     log('publish limit')
-    pub, pub_received = publish_limit(root, 600)
+    pub, pub_received = publish_limit(videos(root)[1], 600)
     log('light-message publish limit')
     small, n_small = small_limit(root)
     log('player, as fast as it goes')

@@ -85,8 +85,8 @@ class Subscriber:
         return json.loads(out.strip().splitlines()[-1])
 
 
-def publish_limit(ep: Path, n: int) -> tuple[float, int]:
-    """Images/s publishing pre-built 1920x1200 rgb8 Images to one subscriber."""
+def publish_limit(video: Path, n: int) -> tuple[float, int]:
+    """Images/s publishing pre-built rgb8 Images (a frame of `video`) to one subscriber."""
     import rclpy
     from rclpy.context import Context
     from sensor_msgs.msg import Image
@@ -95,7 +95,7 @@ def publish_limit(ep: Path, n: int) -> tuple[float, int]:
     from react_ros.ros.image import rgb_image
     from react_ros.ros.qos import DEFAULT
 
-    frame = next(iter(decode_rgb(videos(ep)[0])))
+    frame = next(iter(decode_rgb(video)))
     sub = Subscriber(['/bench/image'])
     ctx = Context()
     rclpy.init(args=[], context=ctx)
@@ -184,7 +184,7 @@ def main() -> int:
     ap.add_argument('--episode', type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.publish_only:
-        rate, received = publish_limit(args.episode, args.publish_only)
+        rate, received = publish_limit(videos(args.episode)[0], args.publish_only)
         print(json.dumps({'rate': rate, 'received': received}))
         return 0
     # The player asks for this in its own process; the limits are measured under it too.
