@@ -31,7 +31,8 @@ class RateTable:
 
     def __call__(self, stats: PlaybackStats) -> None:
         now = time.monotonic()
-        if not self.tty and now - self.last < 3.0:
+        at_end = stats.played_ns >= stats.total_ns
+        if not self.tty and now - self.last < 3.0 and not at_end:
             return
         self.last = now
         width = max((len(t) for t in stats.topics), default=5)
