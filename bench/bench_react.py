@@ -17,14 +17,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import threading
 import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_umi import Subscriber, log, publish_limit  # noqa: E402
+from bench_umi import Subscriber, decode_together, log, publish_limit  # noqa: E402
 
 EPISODE = '2026-05-10/episode_000'
 KEYS = ('view_left', 'view_middle', 'view_right', 'tactile_left', 'tactile_right')
@@ -45,21 +44,9 @@ def videos(root: Path) -> list[Path]:
 
 
 def decode_limit(root: Path) -> tuple[float, int]:
-    """Frames/s decoding the five videos at once, one thread each, as the player does."""
-    from react_ros.formats.video import decode_rgb
-    counts = [0] * len(KEYS)
-
-    def work(i: int, path: Path) -> None:
-        for _ in decode_rgb(path):
-            counts[i] += 1
-
-    threads = [threading.Thread(target=work, args=(i, p)) for i, p in enumerate(videos(root))]
-    t = time.perf_counter()
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    return sum(counts) / (time.perf_counter() - t), counts[0]
+    """Frames/s decoding the five videos at once, and the views' frame count."""
+    fps, counts = decode_together(videos(root))
+    return fps, counts[0]
 
 
 def small_limit(root: Path) -> tuple[float, int]:

@@ -49,22 +49,26 @@ def videos(ep: Path) -> list[Path]:
     return [ep / 'data' / f'{c}.perception_interface.camera.state.mp4' for c in CAMS]
 
 
-def decode_limit(ep: Path, scale: float) -> float:
-    """Frames/s decoding the three videos at once, one thread each, as the player does."""
+def decode_together(paths: list[Path], scale: float = 1.0) -> tuple[float, list[int]]:
+    """Frames/s decoding these videos at once, one thread each, as the player does."""
     from react_ros.formats.video import decode_rgb
-    counts = [0, 0, 0]
+    counts = [0] * len(paths)
 
     def work(i: int, path: Path) -> None:
         for _ in decode_rgb(path, scale):
             counts[i] += 1
 
-    threads = [threading.Thread(target=work, args=(i, p)) for i, p in enumerate(videos(ep))]
+    threads = [threading.Thread(target=work, args=(i, p)) for i, p in enumerate(paths)]
     t = time.perf_counter()
     for th in threads:
         th.start()
     for th in threads:
         th.join()
-    return sum(counts) / (time.perf_counter() - t)
+    return sum(counts) / (time.perf_counter() - t), counts
+
+
+def decode_limit(ep: Path, scale: float) -> float:
+    return decode_together(videos(ep), scale)[0]
 
 
 class Subscriber:

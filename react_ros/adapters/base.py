@@ -1,10 +1,12 @@
 """The adapter interface: small on purpose. Helpers live outside it."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Protocol
 
+from react_ros.errors import ReactRosError
 from react_ros.streams import Stream
 
 
@@ -20,6 +22,11 @@ class EpisodeOptions:
     skip_bad: bool = False
     tactile_latency: int = 0
     gel_axis: str = 'local_y'  # or 'dual_ball'
+
+    def __post_init__(self) -> None:
+        # Checked here once for every adapter and entry point (CLI, node, launch).
+        if not (math.isfinite(self.image_scale) and self.image_scale > 0):
+            raise ReactRosError(f'image scale must be positive, got {self.image_scale}')
 
 
 @dataclass

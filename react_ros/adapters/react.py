@@ -9,7 +9,6 @@ converted as one piece with the poses or refused (see _reconcile_up_axes).
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -84,8 +83,6 @@ class ReactAdapter:
             raise DatasetFormatError(self.root, 'not a React release root (needs '
                                      'episodes.jsonl and meta/info.json)')
         opts = self.options
-        if opts.image_scale <= 0 or not math.isfinite(opts.image_scale):
-            raise ReactRosError(f'image scale must be positive, got {opts.image_scale}')
         if opts.gel_axis not in GEL_AXES:
             raise ReactRosError(f'--gel-axis must be one of {", ".join(GEL_AXES)}, '
                                 f'not {opts.gel_axis!r}')

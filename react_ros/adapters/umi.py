@@ -120,9 +120,6 @@ class UmiAdapter:
         if not self.probe(self.root):
             raise DatasetFormatError(self.root, 'not a UMI episode folder '
                                      '(needs data/episode.mcap and meta/)')
-        if self.options.image_scale <= 0 or not math.isfinite(self.options.image_scale):
-            raise DatasetFormatError(self.root, f'image scale must be positive, got '
-                                     f'{self.options.image_scale}')
         self.bag = McapBag(self.root / 'data' / 'episode.mcap')
         self.types = {c.topic: c.schema_name for c in self.bag.channels()}
         for c in self.bag.channels():
