@@ -15,6 +15,7 @@ from typing import Sequence
 
 from react_ros.adapters import KINDS, EpisodeOptions, open_episode
 from react_ros.errors import ReactRosError
+from react_ros.ros.isolation import RANGE_VAR, keep_discovery_local
 
 EXIT_BAD_INPUT = 2
 DEMO_SECONDS = 10.0
@@ -190,6 +191,13 @@ def _cache_dir() -> Path:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from react_ros.samples import SAMPLES
+    # The demo plays to itself: unless the user chose a discovery range, keep it
+    # on this machine (before anything creates a DDS participant; the state
+    # publisher's process inherits it). `play` keeps ROS 2's default, so an
+    # RViz on another machine sees it.
+    if keep_discovery_local():
+        print(f'react-ros demo: DDS discovery stays on this machine ({RANGE_VAR}=LOCALHOST; '
+              f'set {RANGE_VAR}=SUBNET to watch from another one)', file=sys.stderr)
     root = args.dir or _cache_dir()
     episode = root / f'{args.kind}_demo'
     if not episode.exists():

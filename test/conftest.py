@@ -1,22 +1,50 @@
-"""Shared fixtures: small sample episodes written once per session."""
+"""Shared fixtures: small sample episodes written once per session.
+
+The suite keeps DDS to itself however it is started (`make test`, or a bare
+`.venv/bin/python -m pytest`): before any test module imports rclpy,
+discovery is kept on localhost (unless the caller chose a range) and the run
+holds a ROS domain id no other run on this machine holds. Subprocesses inherit
+both through os.environ.
+"""
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 from pathlib import Path
 from typing import Any, Callable
 
 import pytest
 
-from react_ros.samples.umi import write_umi_sample
+from react_ros.ros.isolation import RANGE_VAR, hold_domain, keep_discovery_local
 
 UMI_SECONDS = 2.0
 UMI_SIZE = (320, 200)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # A hook, not a fixture: it runs before collection imports the test modules.
+    keep_discovery_local()
+    config._react_ros_domain = hold_domain()  # type: ignore[attr-defined]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    lease = getattr(config, '_react_ros_domain', None)
+    if lease is not None:
+        lease.release()
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    lease = config._react_ros_domain  # type: ignore[attr-defined]
+    how = 'held by scripts/ros_env.sh' if lease.inherited else 'held by this run'
+    return (f'ROS 2: ROS_DOMAIN_ID={lease.domain_id} ({how}), '
+            f'{RANGE_VAR}={os.environ.get(RANGE_VAR)}')
+
+
 @pytest.fixture(scope='session')
 def umi_episode(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Write a 2 s, 320x200 UMI episode; treat as read-only (copy it to change it)."""
+    from react_ros.samples.umi import write_umi_sample
     return write_umi_sample(tmp_path_factory.mktemp('umi') / 'episode0000', seed=7,
                             duration_s=UMI_SECONDS, width=UMI_SIZE[0], height=UMI_SIZE[1])
 
