@@ -14,7 +14,6 @@ setup(
         ('share/' + package_name, ['package.xml']),
         ('share/' + package_name + '/launch', glob('launch/*.py')),
         ('share/' + package_name + '/config', glob('config/*')),
-        ('share/' + package_name + '/urdf', glob('urdf/*')),
     ],
     package_data={'react_ros': ['config/*']},
     install_requires=['setuptools'],

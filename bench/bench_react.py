@@ -25,6 +25,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_umi import Subscriber, decode_together, log, publish_limit  # noqa: E402
 
+from react_ros.sinks.tuning import freeze_heap, tune_for_playback  # noqa: E402
+
 EPISODE = '2026-05-10/episode_000'
 KEYS = ('view_left', 'view_middle', 'view_right', 'tactile_left', 'tactile_right')
 IMAGE_TOPICS = [f'/{k}/image_raw' for k in KEYS]
@@ -83,8 +85,11 @@ def run_player(root: Path, rate: float, record: bool = False) -> dict:
 
     episode = open_episode(root, 'react', EpisodeOptions(episode=EPISODE))
     sub = Subscriber(IMAGE_TOPICS)
+    # Here, not in main(): the limits above are measured under the defaults.
+    tune_for_playback()
     player = Player(episode, PlayOptions(rate=rate, quiet=True, keyboard=False,
                                          record_lateness=record))
+    freeze_heap()
     player.run()
     stats = player.stats()
     wall = stats.span_s  # first to last message published: playback only

@@ -24,8 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from react_ros.ros.dds import prefer_async_publishing
-from react_ros.sinks.allocator import reuse_freed_frames
+from react_ros.sinks.tuning import freeze_heap, tune_for_playback
 
 ROOT = Path(__file__).resolve().parents[1]
 CAMS = ('left', 'center', 'right')
@@ -150,6 +149,7 @@ def run_player(ep: Path, scale: float, rate: float, record: bool = False,
     sub = Subscriber(IMAGE_TOPICS) if subscriber else None
     player = Player(episode, PlayOptions(rate=rate, quiet=True, keyboard=False,
                                          record_lateness=record))
+    freeze_heap()
     player.run()
     stats = player.stats()
     # From the first to the last message published: start-up (opening videos,
@@ -191,9 +191,9 @@ def main() -> int:
         rate, received = publish_limit(videos(args.episode)[0], args.publish_only)
         print(json.dumps({'rate': rate, 'received': received}))
         return 0
-    # The player asks for this in its own process; the limits are measured under it too.
-    prefer_async_publishing()
-    reuse_freed_frames()  # the player's allocator settings, for the decode limit too
+    # The player's process-wide settings (DDS publication mode, allocator), for the
+    # decode and publish limits too.
+    tune_for_playback()
     ep = sample(args.cache, args.duration)
     ep_long = sample(args.cache, 2 * args.duration)
 

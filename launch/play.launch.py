@@ -4,6 +4,7 @@
         [loop:=false] [start_paused:=false] [image_scale:=1.0] [rviz:=true]
     ros2 launch react_ros play.launch.py episode:=RELEASE episode_id:=2026-05-10/episode_000
         [segment:=K] [skip_bad:=true] [tactile_latency:=15] [gel_axis:=dual_ball] [rviz:=true]
+    ros2 launch react_ros play.launch.py --show-args    # every kind's options
 
 The episode is opened here (an OpaqueFunction) to read its URDF, which becomes
 robot_state_publisher's robot_description parameter; the real
@@ -20,20 +21,11 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
-ARGUMENTS = {
-    'episode': ('', 'episode path (folder or file, as `react-ros play` takes it)'),
-    'kind': ('', 'dataset kind (react, truetrace, objects, robotwin, umi); empty = detect'),
-    'rate': ('1.0', 'playback rate'),
-    'loop': ('false', 'play again from the start at the end'),
-    'start_paused': ('false', 'start paused (resume with the ~/resume service)'),
-    'image_scale': ('1.0', 'scale images (and camera_info K, P) by this factor'),
-    'rviz': ('false', 'also start RViz2 with the dataset\'s config'),
-    'episode_id': ('', 'episode inside a release of many (React: DATE/episode_NNN)'),
-    'segment': ('-1', 'React: play only clean segment K of segments.json (-1 = all)'),
-    'skip_bad': ('false', 'React: drop the rows bad_frames.json flags'),
-    'tactile_latency': ('0', 'React: pair view[i] with tactile[i+N]'),
-    'gel_axis': ('local_y', 'React: force along local_y (-y) or dual_ball (calibrated axis)'),
-}
+from react_ros.launch_args import episode_and_parameters, launch_arguments
+
+# The shared arguments and every dataset kind's own options, from the registry
+# (react_ros/launch_args.py): a new kind's options appear here with no edit.
+ARGUMENTS = launch_arguments()
 
 
 def _package_share(name: str):
@@ -59,50 +51,28 @@ def _state_publisher(urdf: str) -> Node:
                 name='robot_state_publisher', parameters=params, output='screen')
 
 
-def _rviz(kind: str) -> list:
+def _rviz(rviz_file: str) -> list:
     share = _package_share('react_ros')
-    config = share / 'config' / f'{kind}.rviz' if share is not None else None
+    config = share / rviz_file if share is not None else None
     args = ['-d', str(config)] if config is not None and config.is_file() else []
     return [Node(package='rviz2', executable='rviz2', name='rviz2', arguments=args,
                  parameters=[{'use_sim_time': True}], output='screen')]
 
 
 def _actions(context, *args, **kwargs):
-    from react_ros.adapters import open_episode
-    from react_ros.adapters.base import EpisodeOptions
-
-    def arg(name: str) -> str:
-        return LaunchConfiguration(name).perform(context)
-
-    if not arg('episode'):
-        raise RuntimeError('play.launch.py needs episode:=PATH')
-    react = {'episode_id': arg('episode_id'), 'segment': int(arg('segment')),
-             'skip_bad': arg('skip_bad').lower() == 'true',
-             'tactile_latency': int(arg('tactile_latency')), 'gel_axis': arg('gel_axis')}
-    episode = open_episode(Path(arg('episode')), arg('kind') or None, EpisodeOptions(
-        image_scale=float(arg('image_scale')), episode=react['episode_id'] or None,
-        segment=react['segment'] if react['segment'] >= 0 else None,
-        skip_bad=react['skip_bad'], tactile_latency=react['tactile_latency'],
-        gel_axis=react['gel_axis']))
-    actions = [Node(
-        package='react_ros', executable='player', name='react_ros_player', output='screen',
-        parameters=[{
-            'episode': ParameterValue(str(episode.path), value_type=str),
-            'kind': ParameterValue(episode.kind, value_type=str),
-            'rate': float(arg('rate')),
-            'loop': arg('loop').lower() == 'true',
-            'start_paused': arg('start_paused').lower() == 'true',
-            'image_scale': float(arg('image_scale')),
-            'quiet': True,  # launch's output is line-based: no progress line
-            **{k: ParameterValue(v, value_type=str) if isinstance(v, str) else v
-               for k, v in react.items()},
-        }])]
+    values = {name: LaunchConfiguration(name).perform(context) for name in ARGUMENTS}
+    episode, kind, params = episode_and_parameters(values)
+    # Strings as strings: launch would otherwise read '2026-05-10/...' as YAML.
+    params = {k: ParameterValue(v, value_type=str) if isinstance(v, str) else v
+              for k, v in params.items()}
+    actions = [Node(package='react_ros', executable='player', name='react_ros_player',
+                    output='screen', parameters=[params])]
     if episode.urdf:
         actions.append(_state_publisher(episode.urdf))
     else:
         actions.append(LogInfo(msg=f'{episode.path}: no URDF, no robot_state_publisher'))
-    if arg('rviz').lower() == 'true':
-        actions += _rviz(episode.kind)
+    if values['rviz'].lower() == 'true':
+        actions += _rviz(kind.rviz_file)
     return actions
 
 

@@ -9,18 +9,17 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Sequence
 
-from react_ros.adapters import KINDS, EpisodeOptions, open_episode
+from react_ros.adapters import KINDS, EpisodeOptions, kind_options, open_episode, resolve_kind
+from react_ros.adapters.base import DatasetKind
 from react_ros.errors import ReactRosError
+from react_ros.options import KindOptions, Option
 from react_ros.ros.isolation import RANGE_VAR, keep_discovery_local
 
 EXIT_BAD_INPUT = 2
 DEMO_SECONDS = 10.0
-# Kinds whose sample is a release of many episodes: the one the demo plays.
-DEMO_EPISODES = {'react': '2026-05-10/episode_000'}
 
 
 def _positive(text: str) -> float:
@@ -44,24 +43,41 @@ def _remap(text: str) -> tuple[str, str]:
     return src, dst
 
 
+def _option_type(opt: Option):
+    def parse(text: str) -> object:
+        try:
+            return opt.coerce(text)
+        except ReactRosError as err:
+            raise argparse.ArgumentTypeError(str(err).removeprefix(f'{opt.flag}: ')) from None
+    parse.__name__ = opt.type.__name__  # argparse names the type in its messages
+    return parse
+
+
+def _kind_option_args(p: argparse.ArgumentParser) -> None:
+    """Every kind's own options, one group per kind, from its options dataclass."""
+    groups: dict[str, argparse._ArgumentGroup] = {}
+    for kind, opt in kind_options():
+        if kind.name not in groups:
+            groups[kind.name] = p.add_argument_group(f'{kind.name} options ({kind.title})')
+        group = groups[kind.name]
+        if opt.type is bool:
+            action = argparse.BooleanOptionalAction if opt.default else 'store_true'
+            group.add_argument(opt.flag, dest=opt.name, action=action, default=opt.default,
+                               help=opt.help)
+        else:
+            group.add_argument(opt.flag, dest=opt.name, type=_option_type(opt),
+                               default=opt.default, choices=opt.choices, metavar=opt.metavar,
+                               help=opt.help)
+
+
 def _episode_args(p: argparse.ArgumentParser) -> None:
     p.add_argument('episode', type=Path, help='episode folder or file')
-    p.add_argument('--kind', choices=KINDS, help='dataset kind (detected from the layout)')
+    p.add_argument('--kind', choices=list(KINDS), help='dataset kind (detected from the layout)')
     p.add_argument('--episode', dest='episode_id', metavar='ID',
                    help='episode inside a release that holds many')
     p.add_argument('--image-scale', type=_positive, default=1.0, metavar='F',
                    help='scale images (and K, P of camera_info) by F')
-    react = p.add_argument_group('React')
-    react.add_argument('--segment', type=int, default=None, metavar='K',
-                       help='play only clean segment K of segments.json (from 0)')
-    react.add_argument('--skip-bad', action='store_true',
-                       help='drop the rows bad_frames.json flags')
-    react.add_argument('--tactile-latency', type=int, default=0, metavar='N',
-                       help='pair view[i] with tactile[i+N] (15 for recordings before '
-                       '2026-06-27)')
-    react.add_argument('--gel-axis', choices=('local_y', 'dual_ball'), default='local_y',
-                       help='force direction: the sensor\'s local -y, or the calibrated '
-                       'gel_axis_in_rigid')
+    _kind_option_args(p)
 
 
 def _play_args(p: argparse.ArgumentParser) -> None:
@@ -101,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('-q', '--quiet', action='store_true')
 
     p = sub.add_parser('sample', help='write a synthetic episode faithful to a format document')
-    p.add_argument('kind', choices=KINDS)
+    p.add_argument('kind', choices=[k for k, d in KINDS.items() if d.sample])
     p.add_argument('dir', type=Path)
     p.add_argument('--seed', type=int, default=0)
     p.add_argument('--duration', type=_positive, default=None, metavar='S')
@@ -109,30 +125,43 @@ def build_parser() -> argparse.ArgumentParser:
                    help='video size (default: the dataset\'s own)')
 
     p = sub.add_parser('demo', help='make (or reuse) a sample episode and play it')
-    p.add_argument('kind', nargs='?', default='umi', choices=KINDS)
+    p.add_argument('kind', nargs='?', default='umi',
+                   choices=[k for k, d in KINDS.items() if d.sample])
     p.add_argument('--dir', type=Path, default=None,
                    help='where the sample lives (default: ~/.cache/react_ros/samples)')
     _play_args(p)
     return parser
 
 
-def _options(args: argparse.Namespace) -> EpisodeOptions:
-    return EpisodeOptions(image_scale=args.image_scale, episode=args.episode_id,
-                          segment=args.segment, skip_bad=args.skip_bad,
-                          tactile_latency=args.tactile_latency, gel_axis=args.gel_axis)
+def _own_options(kind: DatasetKind, args: argparse.Namespace) -> KindOptions:
+    """The kind's options from the flags; a flag of another kind is refused, not ignored."""
+    for other, opt in kind_options():
+        if other is not kind and getattr(args, opt.name) != opt.default:
+            raise ReactRosError(f'{opt.flag} is an option of {other.name} episodes; '
+                                f'{args.episode} is a {kind.name} episode')
+    return kind.options.from_values(
+        {opt.name: getattr(args, opt.name) for k, opt in kind_options() if k is kind})
+
+
+def _open(args: argparse.Namespace):
+    kind = resolve_kind(args.episode, args.kind)
+    options = EpisodeOptions(image_scale=args.image_scale, episode=args.episode_id,
+                             own=_own_options(kind, args))
+    return open_episode(args.episode, kind.name, options)
 
 
 def cmd_info(args: argparse.Namespace) -> int:
     from react_ros.info import describe
-    episode = open_episode(args.episode, args.kind, _options(args))
+    episode = _open(args)
     print(describe(episode))
     return 0
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
     from react_ros.sinks.bag import write_bag
-    episode = open_episode(args.episode, args.kind, _options(args))
-    progress = None if args.quiet else _ProgressLine('converting')
+    episode = _open(args)
+    from react_ros.progress import Counter
+    progress = None if args.quiet else Counter('converting')
     summary = write_bag(episode, args.output, overwrite=args.overwrite, topics=args.topics,
                         exclude=args.exclude, progress=progress)
     if progress:
@@ -154,16 +183,16 @@ def _resolution(text: str | None) -> tuple[int, int] | None:
 
 def write_sample(kind: str, out: Path, seed: int = 0, duration: float | None = None,
                  resolution: tuple[int, int] | None = None) -> Path:
-    from react_ros.samples import SAMPLES
-    if kind not in SAMPLES:
-        raise ReactRosError(f'no sample generator for {kind!r} yet '
-                            f'(available: {", ".join(sorted(SAMPLES))})')
+    writer = KINDS[kind].sample_writer() if kind in KINDS else None
+    if writer is None:
+        raise ReactRosError(f'no sample generator for {kind!r} '
+                            f'(available: {", ".join(k for k, d in KINDS.items() if d.sample)})')
     kwargs: dict[str, object] = {'seed': seed}
     if duration is not None:
         kwargs['duration_s'] = duration
     if resolution is not None:
         kwargs['width'], kwargs['height'] = resolution
-    return SAMPLES[kind](out, **kwargs)
+    return writer(out, **kwargs)
 
 
 def cmd_sample(args: argparse.Namespace) -> int:
@@ -173,15 +202,13 @@ def cmd_sample(args: argparse.Namespace) -> int:
     return 0
 
 
-def _play(episode_path: Path, args: argparse.Namespace, kind: str | None,
-          options: EpisodeOptions, show_rates: bool = False) -> int:
+def _play(episode, args: argparse.Namespace, show_rates: bool = False) -> int:
     from react_ros.play import play_episode
-    episode = open_episode(episode_path, kind, options)
     return play_episode(episode, args, show_rates=show_rates)
 
 
 def cmd_play(args: argparse.Namespace) -> int:
-    return _play(args.episode, args, args.kind, _options(args))
+    return _play(_open(args), args)
 
 
 def _cache_dir() -> Path:
@@ -190,7 +217,6 @@ def _cache_dir() -> Path:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from react_ros.samples import SAMPLES
     # The demo plays to itself: unless the user chose a discovery range, keep it
     # on this machine (before anything creates a DDS participant; the state
     # publisher's process inherits it). `play` keeps ROS 2's default, so an
@@ -199,41 +225,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(f'react-ros demo: DDS discovery stays on this machine ({RANGE_VAR}=LOCALHOST; '
               f'set {RANGE_VAR}=SUBNET to watch from another one)', file=sys.stderr)
     root = args.dir or _cache_dir()
+    kind = KINDS[args.kind]
     episode = root / f'{args.kind}_demo'
     if not episode.exists():
         print(f'react-ros demo: writing a sample {args.kind} episode to {episode}',
               file=sys.stderr)
-        if args.kind not in SAMPLES:
-            raise ReactRosError(f'no sample generator for {args.kind!r} yet')
         # Long enough to watch, short enough to write in about half a minute.
-        SAMPLES[args.kind](episode, seed=0, duration_s=DEMO_SECONDS)
+        write_sample(args.kind, episode, seed=0, duration=DEMO_SECONDS)
     else:
         print(f'react-ros demo: reusing {episode}', file=sys.stderr)
-    return _play(episode, args, args.kind, EpisodeOptions(episode=DEMO_EPISODES.get(args.kind)),
-                 show_rates=True)
-
-
-class _ProgressLine:
-    """One self-overwriting line on stderr; plain lines when stderr is no terminal."""
-
-    def __init__(self, what: str) -> None:
-        self.what = what
-        self.tty = sys.stderr.isatty()
-        self.last = 0.0
-
-    def __call__(self, done: int, total: int) -> None:
-        now = time.monotonic()
-        if now - self.last < (0.2 if self.tty else 2.0) and done < total:
-            return
-        self.last = now
-        pct = f'{100.0 * done / total:5.1f}%' if total else '     '
-        line = f'{self.what}: {pct} {done}/{total or "?"} messages'
-        print(('\r' + line) if self.tty else line, end='' if self.tty else '\n',
-              file=sys.stderr, flush=True)
-
-    def close(self) -> None:
-        if self.tty:
-            print(file=sys.stderr)
+    options = EpisodeOptions(episode=kind.demo_episode)
+    return _play(open_episode(episode, args.kind, options), args, show_rates=True)
 
 
 COMMANDS = {'info': cmd_info, 'play': cmd_play, 'convert': cmd_convert,

@@ -32,6 +32,8 @@ def describe(episode: Episode) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(4)] if rows else [0] * 4
     for r in rows:
         lines.append('  ' + '  '.join(c.ljust(w) for c, w in zip(r, widths)) + '  ' + r[4])
+    for source, n in sorted(episode.invalid_poses.items()):
+        lines.append(f'invalid poses: {source}: {n} not published')
     for w in episode.warnings:
         lines.append(f'warning: {w}')
     lines += episode.report

@@ -5,10 +5,12 @@ Parameters (named like `react-ros play`'s options):
   start_offset (0.0 s), playback_duration (-1 = to the end), start_paused (false),
   clock (100.0 Hz, 0 = no /clock), topics / exclude (string arrays, or one
   comma-separated string), remap (strings 'FROM:=TO'), image_scale (1.0),
-  delay (0.0 s), publish_robot_state (false), quiet (false);
-  for releases holding many episodes (React): episode_id ('' = none, e.g.
-  2026-05-10/episode_000), segment (-1 = all), skip_bad (false),
-  tactile_latency (0), gel_axis ('local_y' or 'dual_ball').
+  delay (0.0 s), publish_robot_state (false), quiet (false), episode_id ('' = the
+  only one; for releases of many, e.g. 2026-05-10/episode_000);
+  and every dataset kind's own options, named as their fields
+  (`react-ros play --help` lists them; e.g. segment, skip_bad, tactile_latency,
+  gel_axis for React). An option that is unset by default is declared without a
+  value: set it with `-p NAME:=VALUE`.
 The node is named react_ros_player; `-r __node:=NAME` renames it (and its services).
 """
 from __future__ import annotations
@@ -22,27 +24,31 @@ from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
-from react_ros.adapters import open_episode
-from react_ros.adapters.base import EpisodeOptions
-from react_ros.ros.dds import prefer_async_publishing
+from react_ros.adapters import kind_options, open_episode, resolve_kind
+from react_ros.adapters.base import DatasetKind, EpisodeOptions
 from react_ros.errors import ReactRosError
 from react_ros.sinks.live import Player, PlayOptions
+from react_ros.sinks.tuning import freeze_heap, tune_for_playback
 
-_DEFAULTS: dict[str, Any] = {
+# What every kind shares; each kind's own options are added from the registry.
+SHARED: dict[str, Any] = {
     'episode': '', 'kind': '', 'rate': 1.0, 'loop': False, 'start_offset': 0.0,
     'playback_duration': -1.0, 'start_paused': False, 'clock': 100.0, 'topics': '',
     'exclude': '', 'remap': '', 'image_scale': 1.0, 'delay': 0.0,
-    'publish_robot_state': False, 'quiet': False,
-    'episode_id': '', 'segment': -1, 'skip_bad': False, 'tactile_latency': 0,
-    'gel_axis': 'local_y',
+    'publish_robot_state': False, 'quiet': False, 'episode_id': '',
 }
 
 
-def _params(node: Node) -> dict[str, Any]:
+def parameter_defaults() -> dict[str, Any]:
+    """Every parameter the node declares, with its default (None: declared unset)."""
+    return {**SHARED, **{opt.name: opt.default for _, opt in kind_options()}}
+
+
+def declare_parameters(node: Node) -> dict[str, Any]:
     # Dynamic typing: `-p rate:=2` arrives as an integer and must still work.
     dyn = ParameterDescriptor(dynamic_typing=True)
     return {name: node.declare_parameter(name, default, dyn).value
-            for name, default in _DEFAULTS.items()}
+            for name, default in parameter_defaults().items()}
 
 
 def _strings(value: Any) -> list[str]:
@@ -88,14 +94,20 @@ def play_options(p: dict[str, Any]) -> PlayOptions:
         publish_robot_state=_flag(p, 'publish_robot_state'))
 
 
-def episode_options(p: dict[str, Any]) -> EpisodeOptions:
-    segment = int(_number(p, 'segment'))
+def episode_options(p: dict[str, Any], kind: DatasetKind) -> EpisodeOptions:
+    """Parameters -> options of a `kind` episode; another kind's option set is refused."""
+    own = {}
+    for other, opt in kind_options():
+        value = p.get(opt.name, opt.default)
+        if other is kind:
+            own[opt.name] = value
+        elif value is not None and opt.coerce(value, f'parameter {opt.name!r}') != opt.default:
+            raise ReactRosError(f'parameter {opt.name!r} is an option of {other.name} '
+                                f'episodes, not of {kind.name}')
     return EpisodeOptions(image_scale=_number(p, 'image_scale'),
                           episode=str(p['episode_id']) or None,
-                          segment=segment if segment >= 0 else None,
-                          skip_bad=_flag(p, 'skip_bad'),
-                          tactile_latency=int(_number(p, 'tactile_latency')),
-                          gel_axis=str(p['gel_axis']))
+                          own=kind.options.from_values(
+                              own, lambda opt: f'parameter {opt.name!r}'))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -103,16 +115,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     ros_args = args[args.index('--ros-args'):] if '--ros-args' in args else []
     # Our own arguments only (see notes: rclpy would apply sys.argv's remaps itself),
     # and no rclpy signal handlers: the Player turns Ctrl-C into a clean stop.
-    prefer_async_publishing()
+    tune_for_playback()
     rclpy.init(args=['player', *ros_args], signal_handler_options=SignalHandlerOptions.NO)
     node = None
     try:
         node = Node('react_ros_player')
-        p = _params(node)
+        p = declare_parameters(node)
         if not p['episode']:
             raise ReactRosError("parameter 'episode' is required (--ros-args -p episode:=PATH)")
-        episode = open_episode(Path(p['episode']), p['kind'] or None, episode_options(p))
-        return Player(episode, play_options(p), node=node).run()
+        kind = resolve_kind(Path(p['episode']), p['kind'] or None)
+        episode = open_episode(Path(p['episode']), kind.name, episode_options(p, kind))
+        player = Player(episode, play_options(p), node=node)
+        freeze_heap()
+        return player.run()
     except ReactRosError as err:
         print(f'player: {err}', file=sys.stderr)
         return 2

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 
 from react_ros.adapters.base import Episode
+from react_ros.progress import Progress
 from react_ros.ros.state_publisher import start_state_publisher
 from react_ros.sinks.live import PlaybackStats, Player, PlayOptions
+from react_ros.sinks.tuning import freeze_heap, tune_for_playback
 
 
 def play_options(args: argparse.Namespace, on_stats=None) -> PlayOptions:
@@ -23,18 +24,12 @@ def play_options(args: argparse.Namespace, on_stats=None) -> PlayOptions:
 class RateTable:
     """Live per-topic rates: redrawn in place on a terminal, a block every few s otherwise."""
 
-    def __init__(self, out=sys.stdout) -> None:
-        self.out = out
-        self.tty = out.isatty()
-        self.drawn = 0
-        self.last = 0.0
+    def __init__(self, out=None) -> None:
+        # interval 0: the player already calls this only about once a second
+        self.progress = Progress(sys.stdout if out is None else out, interval=0.0,
+                                 log_interval=3.0)
 
     def __call__(self, stats: PlaybackStats) -> None:
-        now = time.monotonic()
-        at_end = stats.played_ns >= stats.total_ns
-        if not self.tty and now - self.last < 3.0 and not at_end:
-            return
-        self.last = now
         width = max((len(t) for t in stats.topics), default=5)
         state = 'paused' if stats.paused else f'x{stats.rate:.2f}'
         lines = [f'{stats.played_ns / 1e9:7.2f} / {stats.total_ns / 1e9:.2f} s  {state}  '
@@ -43,20 +38,26 @@ class RateTable:
         for topic in sorted(stats.topics):
             ts = stats.topics[topic]
             lines.append(f'  {topic.ljust(width)}  {ts.rate_hz:7.1f}Hz  {ts.count:7d}')
-        if self.tty and self.drawn:
-            self.out.write(f'\x1b[{self.drawn}F\x1b[J')
-        self.out.write('\n'.join(lines) + '\n')
-        self.out.flush()
-        self.drawn = len(lines)
+        self.progress.show('\n'.join(lines), force=stats.played_ns >= stats.total_ns)
+
+    def close(self) -> None:
+        self.progress.close()
 
 
 def play_episode(episode: Episode, args: argparse.Namespace, *, show_rates: bool = False) -> int:
-    options = play_options(args, RateTable() if show_rates else None)
+    table = RateTable() if show_rates else None
+    options = play_options(args, table)
     rsp = None
     if episode.urdf and not args.no_state_publisher:
         rsp = start_state_publisher(episode.urdf, source=episode.path)
     try:
-        return Player(episode, options).run()
+        # after the state publisher started: it keeps its own DDS and allocator defaults
+        tune_for_playback()
+        player = Player(episode, options)
+        freeze_heap()
+        return player.run()
     finally:
+        if table is not None:
+            table.close()
         if rsp is not None:
             rsp.stop()

@@ -105,7 +105,7 @@ def test_domain_ids_are_held_one_run_each(tmp_path: Path, monkeypatch: pytest.Mo
         # Held in another process too (flock): a child cannot take any of them.
         child = subprocess.run(
             [sys.executable, '-c', 'import os; from react_ros.ros.isolation import hold_domain; '
-             f'print(hold_domain({{}}).domain_id)'],
+             'print(hold_domain({}).domain_id)'],
             capture_output=True, text=True, check=True, env=dict(os.environ, TMPDIR=str(tmp_path)))
         assert int(child.stdout) not in ids
         # Released, an id can be taken again; an id ros_env.sh says it holds is kept.

@@ -15,6 +15,7 @@ from react_support import EPISODE, column, edit_json, react_release
 from scipy.spatial.transform import Rotation
 
 from react_ros.adapters import EpisodeOptions, open_episode
+from react_ros.adapters.react import ReactOptions
 from react_ros.formats.parquet_video import (Y_TO_Z, convert_calibration_y_to_z,
                                              convert_poses_y_to_z, gel_centres_world, project)
 from react_ros.ros.msgs import to_ns
@@ -30,7 +31,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _open(root: Path, **kw: Any):
-    return open_episode(root, options=EpisodeOptions(episode=EPISODE, **kw))
+    return open_episode(root, options=EpisodeOptions(episode=EPISODE, own=ReactOptions(**kw)))
 
 
 def _msgs(episode, topic: str) -> list[tuple[int, Any]]:

@@ -76,6 +76,15 @@ def _poses_declared_y_up(root: Path) -> None:
     rewrite_parquet(root, edit)
 
 
+def _second_episode(root: Path) -> None:
+    # A release of two episodes: which one to play is then the user's choice.
+    import json
+    path = root / 'episodes.jsonl'
+    first = json.loads(path.read_text().splitlines()[0])
+    first.update(episode='2026-05-11/episode_000', episode_index=1)
+    path.write_text(path.read_text() + json.dumps(first) + '\n')
+
+
 ID = ['--episode', EPISODE]
 CASES: dict[str, tuple[Callable[[Path], None] | None, list[str], str, tuple[str, ...]]] = {
     # case: (break the copy, extra CLI args, file the message must name, words it must contain)
@@ -85,7 +94,7 @@ CASES: dict[str, tuple[Callable[[Path], None] | None, list[str], str, tuple[str,
     'short video': (_short_video, ID, f'{VIDEOS}/view_middle.mp4', ('shorter', 'rows')),
     'unknown episode': (None, ['--episode', '2026-05-10/episode_042'], 'episodes.jsonl',
                         ('2026-05-10/episode_042',)),
-    'no episode chosen': (None, [], '', ('--episode',)),
+    'no episode chosen of two': (_second_episode, [], '', ('2 episode(s)', '--episode')),
     'calibration up axis flipped': (_calibration_flipped, ID, 'calibration/cameras/middle.json',
                                     ("up_axis 'y'", 'px', 'fingerprint')),
     'calibration without up axis': (_calibration_without_up_axis, ID,

@@ -5,13 +5,18 @@ parameter handling as the function the node calls.
 """
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import yaml
 
+import pytest
+
+from react_ros.adapters import KINDS
 from react_ros.adapters.base import EpisodeOptions
-from react_ros.node import _DEFAULTS, episode_options
+from react_ros.adapters.react import ReactOptions
+from react_ros.errors import ReactRosError
+from react_ros.launch_args import launch_arguments
+from react_ros.node import episode_options, parameter_defaults
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,17 +38,25 @@ def test_react_rviz_shows_tf_cameras_forces_and_object() -> None:
 
 
 def test_launch_declares_the_react_arguments() -> None:
-    tree = ast.parse((ROOT / 'launch' / 'play.launch.py').read_text())
-    arguments = next(n for n in tree.body if isinstance(n, ast.Assign)
-                     and getattr(n.targets[0], 'id', '') == 'ARGUMENTS')
-    names = {k.value for k in arguments.value.keys}  # type: ignore[attr-defined]
-    assert {'episode_id', 'segment', 'skip_bad', 'tactile_latency', 'gel_axis'} <= names
+    args = launch_arguments()
+    assert {'episode_id', 'segment', 'skip_bad', 'tactile_latency', 'gel_axis'} <= set(args)
+    assert args['segment'][0] == '' and args['gel_axis'][0] == 'local_y'
+    assert args['skip_bad'][0] == 'false'
 
 
 def test_node_parameters_become_episode_options() -> None:
-    assert episode_options(dict(_DEFAULTS)) == EpisodeOptions()
-    p = dict(_DEFAULTS, episode_id='2026-05-10/episode_000', segment=2, skip_bad='true',
-             tactile_latency=15, gel_axis='dual_ball', image_scale=0.5)
-    assert episode_options(p) == EpisodeOptions(image_scale=0.5, episode='2026-05-10/episode_000',
-                                                segment=2, skip_bad=True, tactile_latency=15,
-                                                gel_axis='dual_ball')
+    react = KINDS['react']
+    assert episode_options(parameter_defaults(), react) == EpisodeOptions(own=ReactOptions())
+    p = dict(parameter_defaults(), episode_id='2026-05-10/episode_000', segment=2,
+             skip_bad='true', tactile_latency=15, gel_axis='dual_ball', image_scale=0.5)
+    assert episode_options(p, react) == EpisodeOptions(
+        image_scale=0.5, episode='2026-05-10/episode_000',
+        own=ReactOptions(segment=2, skip_bad=True, tactile_latency=15, gel_axis='dual_ball'))
+
+
+def test_node_parameters_of_another_kind_are_refused() -> None:
+    p = dict(parameter_defaults(), segment=2)
+    with pytest.raises(ReactRosError, match="'segment' is an option of react"):
+        episode_options(p, KINDS['umi'])
+    with pytest.raises(ReactRosError, match="'gel_axis'.*local_y, dual_ball"):
+        episode_options(dict(parameter_defaults(), gel_axis='sideways'), KINDS['react'])

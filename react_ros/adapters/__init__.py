@@ -1,40 +1,93 @@
-"""Adapter registry: one adapter per dataset kind."""
+"""The registry of dataset kinds: one DatasetKind per dataset, one line each below.
+
+A new dataset is one adapter module (its adapter, options and KIND), one
+sample generator, react_ros/config/<kind>.yaml, config/<kind>.rviz, and its
+line in BUILTIN. The CLI, the player node and the launch file read kinds and
+their options from here.
+"""
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
+from types import MappingProxyType
 from typing import Mapping
 
-from react_ros.adapters.base import DatasetAdapter, Episode, EpisodeOptions
-from react_ros.adapters.react import ReactAdapter
-from react_ros.adapters.umi import UmiAdapter
-from react_ros.errors import DatasetFormatError
+from react_ros.adapters import react, umi
+from react_ros.adapters.base import DatasetKind, Episode, EpisodeOptions
+from react_ros.errors import DatasetFormatError, ReactRosError
+from react_ros.options import Option, options_of
 
-ADAPTERS: Mapping[str, type[DatasetAdapter]] = {
-    'umi': UmiAdapter,
-    'react': ReactAdapter,
-}
+BUILTIN = (
+    umi.KIND,
+    react.KIND,
+)
 
-KINDS = ('react', 'truetrace', 'objects', 'robotwin', 'umi')
+_KINDS: dict[str, DatasetKind] = {}
+KINDS: Mapping[str, DatasetKind] = MappingProxyType(_KINDS)  # read-only view, by name
+
+
+def register(kind: DatasetKind) -> DatasetKind:
+    """Add a kind. Its options must not reuse another kind's option names."""
+    if kind.name in _KINDS:
+        raise ValueError(f'dataset kind {kind.name!r} is registered already')
+    taken = {opt.name: name for name, k in _KINDS.items() for opt in options_of(k.options)}
+    for opt in options_of(kind.options):
+        if opt.name in taken:
+            raise ValueError(f'option {opt.flag} of {kind.name!r} is declared by '
+                             f'{taken[opt.name]!r} too: share it through EpisodeOptions')
+    _KINDS[kind.name] = kind
+    return kind
+
+
+def unregister(name: str) -> None:
+    del _KINDS[name]
+
+
+def kind_options() -> list[tuple[DatasetKind, Option]]:
+    """Every kind's own options, in registry order."""
+    return [(k, opt) for k in _KINDS.values() for opt in options_of(k.options)]
 
 
 def detect_kind(path: Path) -> str:
-    for kind, adapter in ADAPTERS.items():
-        if adapter.probe(path):
-            return kind
-    raise DatasetFormatError(path, 'not an episode of any known dataset '
-                             f'({", ".join(sorted(ADAPTERS))})')
+    """The one kind whose adapter claims `path`; refuses when none or several do."""
+    claims = [name for name, k in _KINDS.items() if k.adapter.probe(path)]
+    if not claims:
+        raise DatasetFormatError(path, 'not an episode of any known dataset '
+                                 f'({", ".join(_KINDS)})')
+    if len(claims) > 1:
+        raise DatasetFormatError(path, f'looks like an episode of {" and ".join(claims)}; '
+                                 f'choose one with --kind ({" or ".join(claims)})')
+    return claims[0]
 
 
-def open_episode(path: Path, kind: str | None = None,
-                 options: EpisodeOptions | None = None) -> Episode:
+def resolve_kind(path: Path, kind: str | None = None) -> DatasetKind:
+    """The kind of the episode at `path`: `kind` if given, else the one that claims it."""
     path = Path(path)
     if not path.exists():
         raise DatasetFormatError(path, 'no such file or directory')
     if kind is None:
         kind = detect_kind(path)
-    elif kind not in ADAPTERS:
-        raise DatasetFormatError(path, f'dataset kind {kind!r} is not supported yet')
-    return ADAPTERS[kind](path, options or EpisodeOptions()).open()
+    elif kind not in _KINDS:
+        raise DatasetFormatError(path, f'dataset kind {kind!r} is not supported '
+                                 f'(known: {", ".join(_KINDS)})')
+    return _KINDS[kind]
 
 
-__all__ = ['ADAPTERS', 'KINDS', 'Episode', 'EpisodeOptions', 'detect_kind', 'open_episode']
+def open_episode(path: Path, kind: str | None = None,
+                 options: EpisodeOptions | None = None) -> Episode:
+    path = Path(path)
+    desc = resolve_kind(path, kind)
+    kind = desc.name
+    options = options or EpisodeOptions()
+    own = options.own if options.own is not None else desc.options()
+    if not isinstance(own, desc.options):
+        raise ReactRosError(f'{path}: options of another kind ({type(own).__name__}) given '
+                            f'to a {kind} episode')
+    return desc.adapter(path, dataclasses.replace(options, own=own)).open()
+
+
+for _kind in BUILTIN:
+    register(_kind)
+
+__all__ = ['BUILTIN', 'KINDS', 'DatasetKind', 'Episode', 'EpisodeOptions', 'detect_kind',
+           'kind_options', 'open_episode', 'register', 'resolve_kind', 'unregister']

@@ -1,27 +1,30 @@
 """The adapter interface: small on purpose. Helpers live outside it."""
 from __future__ import annotations
 
+import importlib
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
 from pathlib import Path
-from typing import ClassVar, Protocol
+from typing import Any, Callable, ClassVar, Protocol
+
+import yaml
 
 from react_ros.errors import ReactRosError
+from react_ros.options import KindOptions, NoOptions
 from react_ros.streams import Stream
 
 
 @dataclass(frozen=True)
 class EpisodeOptions:
-    """What a user may choose about how an episode becomes messages."""
+    """What a user may choose about how an episode becomes messages, for every kind."""
 
     image_scale: float = 1.0
     episode: str | None = None  # for releases holding many episodes
-    # React: play one clean segment (index into segments.json), drop flagged rows,
-    # pair view[i] with tactile[i + N], and which gel axis the force acts along.
-    segment: int | None = None
-    skip_bad: bool = False
-    tactile_latency: int = 0
-    gel_axis: str = 'local_y'  # or 'dual_ball'
+    # The kind's own options (its DatasetKind.options dataclass); None = its defaults.
+    # open_episode fills it in, so an adapter always finds its own type here.
+    own: KindOptions | None = None
 
     def __post_init__(self) -> None:
         # Checked here once for every adapter and entry point (CLI, node, launch).
@@ -41,6 +44,8 @@ class Episode:
     # Conformance checks `info` prints: what was checked, and what each classic
     # mistake would have read.
     report: list[str] = field(default_factory=list)
+    # Pose source (topic or column) -> poses the pose rule kept off the wire (adapters/poses.py).
+    invalid_poses: dict[str, int] = field(default_factory=dict)
 
     @property
     def duration_ns(self) -> int:
@@ -54,10 +59,58 @@ class DatasetAdapter(Protocol):
     def probe(cls, path: Path) -> bool:
         """Answer whether `path` looks like this dataset; never raise."""
 
-    def __init__(self, path: Path, options: EpisodeOptions) -> None: ...
+    def __init__(self, path: Path, options: EpisodeOptions) -> None:
+        """`options.own` is an instance of the kind's options dataclass, never None."""
 
     def open(self) -> Episode:
         """Validate the episode and describe its streams; read no bulk data.
 
         Raises DatasetFormatError naming the file and the problem.
         """
+
+
+@dataclass(frozen=True)
+class DatasetKind:
+    """Everything the package knows about one dataset kind, in one place.
+
+    The registry (react_ros.adapters) holds one per kind; the CLI, the player
+    node, the launch file, `sample` and `demo` read everything from it.
+    """
+
+    name: str  # 'umi': --kind, the config and RViz file names
+    title: str  # one line for help texts
+    adapter: type[DatasetAdapter]
+    options: type[KindOptions] = NoOptions
+    # 'module:function' writing a sample episode (imported only when used):
+    # fn(out_dir, seed=, duration_s=, width=, height=) -> Path
+    sample: str | None = None
+    # For kinds whose sample is a release of many episodes: the one the demo plays.
+    demo_episode: str | None = None
+
+    @property
+    def config_file(self) -> str:
+        """Package data: react_ros/config/<name>.yaml (also installed to share/)."""
+        return f'config/{self.name}.yaml'
+
+    @property
+    def rviz_file(self) -> str:
+        """config/<name>.rviz in the package's share directory."""
+        return f'config/{self.name}.rviz'
+
+    def config(self) -> dict[str, Any]:
+        return package_config(self.config_file)
+
+    def sample_writer(self) -> Callable[..., Path] | None:
+        if self.sample is None:
+            return None
+        module, _, name = self.sample.partition(':')
+        writer: Callable[..., Path] = getattr(importlib.import_module(module), name)
+        return writer
+
+
+@lru_cache(maxsize=None)
+def package_config(name: str) -> dict[str, Any]:
+    """A YAML file shipped as package data (pip) and in share/ (colcon)."""
+    config: dict[str, Any] = yaml.safe_load(resources.files('react_ros').joinpath(name)
+                                            .read_text()) or {}
+    return config

@@ -10,27 +10,25 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterator
 
 import numpy as np
-import yaml
 from geometry_msgs.msg import PoseStamped, WrenchStamped
 from scipy.spatial.transform import Rotation
 from std_msgs.msg import String
 
-from react_ros.adapters.base import Episode, EpisodeOptions
-from react_ros.errors import DatasetFormatError, FrameSyncError, ReactRosError
+from react_ros.adapters.base import DatasetKind, Episode, EpisodeOptions
+from react_ros.adapters.poses import NON_UNIT, ZERO_QUATERNION, PosePolicy, PoseRule
+from react_ros.adapters.video_streams import video_camera_streams
+from react_ros.errors import DatasetFormatError, FrameSyncError
 from react_ros.formats import video
 from react_ros.formats.parquet_video import (
     FINGERPRINT_TOLERANCE_PX, MAX_QUAT_NORM_ERROR, MM_SUSPECT_M, POSE_COLUMNS, SIDES,
     VIEWS, Camera, Gel, Table, convert_calibration_y_to_z, convert_poses_y_to_z, date_base_ns,
     fingerprint_error_px, read_camera, read_episodes, read_gel, read_json, read_table)
 from react_ros.formats.react_conformance import conformance_report
-from react_ros.ros.camera_info import camera_info
-from react_ros.ros.image import rgb_image
+from react_ros.options import KindOptions, at_least, option
 from react_ros.ros.msgs import stamp
 from react_ros.ros.tf import tf_message, transform_stamped
 from react_ros.streams import Stream
@@ -40,11 +38,15 @@ POSE_FRAMES = {'sensor_left_pose': 'sensor_left', 'sensor_right_pose': 'sensor_r
                'object_pose': 'object'}
 
 
-@lru_cache(maxsize=1)
-def load_config() -> dict[str, Any]:
-    text = resources.files('react_ros').joinpath('config/react.yaml').read_text()
-    config: dict[str, Any] = yaml.safe_load(text)
-    return config
+@dataclass(frozen=True)
+class ReactOptions(KindOptions):
+    segment: int | None = option(None, 'play only clean segment K of segments.json (from 0)',
+                                 metavar='K', check=at_least(0))
+    skip_bad: bool = option(False, 'drop the rows bad_frames.json flags')
+    tactile_latency: int = option(0, 'pair view[i] with tactile[i+N] (15 for recordings '
+                                  'before 2026-06-27)', metavar='N')
+    gel_axis: str = option('local_y', "force direction: the sensor's local -y, or the "
+                           'calibrated gel_axis_in_rigid', choices=GEL_AXES)
 
 
 @dataclass
@@ -74,7 +76,8 @@ class ReactAdapter:
     def __init__(self, path: Path, options: EpisodeOptions) -> None:
         self.root = Path(path)
         self.options = options
-        self.config = load_config()
+        self.own: ReactOptions = options.own or ReactOptions()  # type: ignore[assignment]
+        self.config = KIND.config()
         self.warnings: list[str] = []
 
     # -- validation, all before any stream exists ----------------------------------------
@@ -82,10 +85,6 @@ class ReactAdapter:
         if not self.probe(self.root):
             raise DatasetFormatError(self.root, 'not a React release root (needs '
                                      'episodes.jsonl and meta/info.json)')
-        opts = self.options
-        if opts.gel_axis not in GEL_AXES:
-            raise ReactRosError(f'--gel-axis must be one of {", ".join(GEL_AXES)}, '
-                                f'not {opts.gel_axis!r}')
         self.episode_id = self._episode_id()
         date, name = self.episode_id.split('/')
         table = read_table(self.root / 'data' / date / f'{name}.parquet')
@@ -104,13 +103,16 @@ class ReactAdapter:
                                     table.has_world_frame)
         t0, t1 = int(t_ns[self.rows[0]]), int(t_ns[self.rows[-1]])
         return Episode(kind=self.kind, path=self.root, start_ns=t0, end_ns=t1,
-                       streams=self._streams(), warnings=self.warnings, report=report)
+                       streams=self._streams(), warnings=self.warnings, report=report,
+                       invalid_poses=self.pose_rule.counts)
 
     def _episode_id(self) -> str:
         path = self.root / 'episodes.jsonl'
         records = read_episodes(self.root)
         ids = [r['episode'] for r in records]
         want = self.options.episode
+        if not want and len(ids) == 1:
+            want = ids[0]  # a release of one episode needs no --episode
         if not want:
             example = ids[0] if ids else 'DATE/episode_NNN'
             raise DatasetFormatError(self.root, f'a React release holds {len(ids)} episode(s); '
@@ -142,6 +144,13 @@ class ReactAdapter:
     def _check_values(self, table: Table) -> None:
         """Millimetres and non-unit quaternions are refused; NaN rows are not published."""
         cols = {**table.poses, **{f'force_{s}_target_pose': table.target[s] for s in SIDES}}
+        # Policy: a NaN row is a tracking dropout and is dropped; a zero or non-unit
+        # quaternion means the table was written wrong (the format document's classic
+        # unnormalised-quaternion mistake), so the episode is refused.
+        self.pose_rule = PoseRule(PosePolicy(MAX_QUAT_NORM_ERROR,
+                                             frozenset({ZERO_QUATERNION, NON_UNIT})),
+                                  self.warnings)
+        self.pose_ok: dict[str, np.ndarray] = {}  # column -> publishable rows
         for name, poses in cols.items():
             finite = np.all(np.isfinite(poses), axis=1)
             med = float(np.median(np.linalg.norm(poses[finite, :3], axis=1))) \
@@ -149,16 +158,7 @@ class ReactAdapter:
             if med > MM_SUSPECT_M:
                 raise DatasetFormatError(table.path, f'column {name}: median |position| = '
                                          f'{med:.1f}, which is millimetres; poses must be metres')
-            norms = np.linalg.norm(poses[:, 3:7], axis=1)
-            bad = finite & (np.abs(norms - 1.0) > MAX_QUAT_NORM_ERROR)
-            if bad.any():
-                row = int(np.argmax(bad))
-                raise DatasetFormatError(table.path, f'column {name} row {row}: quaternion norm '
-                                         f'{norms[row]:.4f}, not a unit quaternion '
-                                         f'({int(bad.sum())} such rows)')
-            if not finite.all():
-                self.warnings.append(f'{table.path.name}: {name}: {int((~finite).sum())} row(s) '
-                                     'with NaN not published')
+            self.pose_ok[name] = self.pose_rule.check(name, poses, table.path)
 
     def _reconcile_up_axes(self, table: Table, t_ns: np.ndarray) -> _Release:
         """Put poses and every calibration into Z-up together, or refuse; never mix.
@@ -236,15 +236,15 @@ class ReactAdapter:
         rows = np.arange(n)
         self.segments = self._intervals('segments.json', n)
         self.bad = self._bad_frames(n)
-        if self.options.segment is not None:
-            k = self.options.segment
+        if self.own.segment is not None:
+            k = self.own.segment
             if not 0 <= k < len(self.segments):
                 raise DatasetFormatError(self.root / 'segments.json', f'--segment {k}: '
                                          f'{self.episode_id} has {len(self.segments)} '
                                          f'segment(s), numbered from 0')
             a, b = self.segments[k]
             rows = rows[a:b + 1]
-        if self.options.skip_bad:
+        if self.own.skip_bad:
             rows = rows[~np.isin(rows, [r for r, _ in self.bad])]
         if len(rows) == 0:
             raise DatasetFormatError(self.root / 'bad_frames.json', 'no rows left to play')
@@ -324,7 +324,7 @@ class ReactAdapter:
             if lo <= row <= hi:
                 items.append((row, {'type': 'bad_frame', 'row': row, 'reason': reason,
                                     'time_ns': self._t(row),
-                                    'skipped': self.options.skip_bad}))
+                                    'skipped': self.own.skip_bad}))
         items.sort(key=lambda x: x[0])
         return [(row, json.dumps({'episode': self.episode_id, **d})) for row, d in items]
 
@@ -336,7 +336,7 @@ class ReactAdapter:
         streams = [self._tf_static(), self._tf()]
         streams += [self._pose(col) for col in POSE_COLUMNS]
         for v in VIEWS:
-            streams += [self._view(v), self._camera_info(v)]
+            streams += self._view(v)
         tactile_rows = self._tactile_rows()
         for s in SIDES:
             streams += [self._tactile(s, tactile_rows[s]), self._force(s, tactile_rows[s]),
@@ -354,8 +354,8 @@ class ReactAdapter:
                 yield t, build(int(r), t)
         return Stream(topic, msg_type, gen, count=len(rows), approx_bytes=approx)
 
-    def _finite_rows(self, poses: np.ndarray) -> np.ndarray:
-        return self.rows[np.all(np.isfinite(poses[self.rows]), axis=1)]
+    def _valid_rows(self, col: str) -> np.ndarray:
+        return self.rows[self.pose_ok[col][self.rows]]
 
     def _tf_static(self) -> Stream:
         t0 = int(self.rel.t_ns[self.rows[0]])
@@ -376,7 +376,7 @@ class ReactAdapter:
         poses = self.rel.poses
         t_ns = self.rel.t_ns
         rows = self.rows
-        ok = {c: np.all(np.isfinite(poses[c]), axis=1) for c in POSE_COLUMNS}
+        ok = self.pose_ok
         keep = rows[np.any(np.stack([ok[c][rows] for c in POSE_COLUMNS]), axis=0)]
 
         def gen() -> Iterator[tuple[int, Any]]:
@@ -391,37 +391,10 @@ class ReactAdapter:
         poses = self.rel.poses[col]
         topic = '/' + col.replace('_pose', '') + '/pose'
         return self._rows_stream(topic, 'geometry_msgs/msg/PoseStamped',
-                                 self._finite_rows(poses),
+                                 self._valid_rows(col),
                                  lambda r, t: _pose_stamped(poses[r], t))
 
-    def _size(self, key: str) -> tuple[int, int]:
-        info = self.rel.videos[key]
-        return video.scaled_size(info.width, info.height, self.options.image_scale)
-
-    def _decoded(self, key: str, rows: np.ndarray, offset: int = 0
-                 ) -> Iterator[tuple[int, np.ndarray]]:
-        """(row, frame) for each row in `rows`, decoding frame row + offset."""
-        info = self.rel.videos[key]
-        wanted = {int(r) + offset: int(r) for r in rows}
-        for i, frame in enumerate(video.decode_rgb(info.path, self.options.image_scale,
-                                                   expected_frames=info.frame_count)):
-            if i in wanted:
-                yield wanted[i], frame
-
-    def _view(self, v: str) -> Stream:
-        key, frame_id, t_ns, rows = f'view_{v}', f'view_{v}_optical_frame', self.rel.t_ns, \
-            self.rows
-        w, h = self._size(key)
-
-        def gen() -> Iterator[tuple[int, Any]]:
-            for r, frame in self._decoded(key, rows):
-                t = int(t_ns[r])
-                yield t, rgb_image(frame, t, frame_id)
-        return Stream(f'/view_{v}/image_raw', 'sensor_msgs/msg/Image', gen, count=len(rows),
-                      heavy=True, approx_bytes=w * h * 3 + 200,
-                      meta={'video': str(self.rel.videos[key].path)})
-
-    def _camera_info(self, v: str) -> Stream:
+    def _view(self, v: str) -> list[Stream]:
         cam = self.rel.cameras[v]
         info = self.rel.videos[f'view_{v}']
         if (info.width, info.height) != (cam.width, cam.height):
@@ -429,16 +402,12 @@ class ReactAdapter:
                                  f'video is {info.width}x{info.height}; K scaled to the video')
         meta = {'width': cam.width, 'height': cam.height, 'k': cam.k.ravel().tolist(),
                 'd': cam.dist, 'distortion_model': 'plumb_bob'}
-        size = self._size(f'view_{v}')
-        frame_id = f'view_{v}_optical_frame'
-        return self._rows_stream(f'/view_{v}/camera_info', 'sensor_msgs/msg/CameraInfo',
-                                 self.rows,
-                                 lambda r, t: camera_info(meta, t, frame_id, size=size),
-                                 approx=400)
+        return video_camera_streams(info, self.rel.t_ns, f'/view_{v}', f'view_{v}_optical_frame',
+                                    meta, image_scale=self.options.image_scale, rows=self.rows)
 
     def _tactile_rows(self) -> dict[str, np.ndarray]:
         """Rows i that publish tactile/force: row i + latency exists and is fresh."""
-        lat = self.options.tactile_latency
+        lat = self.own.tactile_latency
         n = self.rel.table.n
         out = {}
         for s in SIDES:
@@ -449,27 +418,22 @@ class ReactAdapter:
         return out
 
     def _tactile(self, s: str, rows: np.ndarray) -> Stream:
-        key, t_ns, lat = f'tactile_{s}', self.rel.t_ns, self.options.tactile_latency
         frame_id = self.config['tactile_frame'].format(side=s)
-        w, h = self._size(key)
-
-        def gen() -> Iterator[tuple[int, Any]]:
-            for r, frame in self._decoded(key, rows, lat):
-                t = int(t_ns[r])
-                yield t, rgb_image(frame, t, frame_id)
-        return Stream(f'/tactile_{s}/image_raw', 'sensor_msgs/msg/Image', gen, count=len(rows),
-                      heavy=True, approx_bytes=w * h * 3 + 200,
-                      meta={'video': str(self.rel.videos[key].path)})
+        (image,) = video_camera_streams(self.rel.videos[f'tactile_{s}'], self.rel.t_ns,
+                                        f'/tactile_{s}', frame_id,
+                                        image_scale=self.options.image_scale, rows=rows,
+                                        offset=self.own.tactile_latency)
+        return image
 
     def gel_axis(self, s: str) -> np.ndarray:
-        if self.options.gel_axis == 'dual_ball':
+        if self.own.gel_axis == 'dual_ball':
             return self.rel.gels[s].axis_in_rigid
         return np.asarray(self.config['gel_axis_local'], dtype=float)
 
     def _force(self, s: str, rows: np.ndarray) -> Stream:
         force = self.rel.table.force_n[s]
         axis = self.gel_axis(s)
-        lat = self.options.tactile_latency
+        lat = self.own.tactile_latency
         frame_id = f'sensor_{s}'
 
         def build(r: int, t: int) -> WrenchStamped:
@@ -485,8 +449,8 @@ class ReactAdapter:
 
     def _target(self, s: str, rows: np.ndarray) -> Stream:
         target = self.rel.targets[s]
-        lat = self.options.tactile_latency
-        ok = rows[np.all(np.isfinite(target[rows + lat]), axis=1)]
+        lat = self.own.tactile_latency
+        ok = rows[self.pose_ok[f'force_{s}_target_pose'][rows + lat]]
         return self._rows_stream(f'/sensor_{s}/force_target', 'geometry_msgs/msg/PoseStamped',
                                  ok, lambda r, t: _pose_stamped(target[r + lat], t))
 
@@ -515,4 +479,10 @@ def _pose_stamped(p: np.ndarray, t_ns: int) -> PoseStamped:
     return msg
 
 
-__all__ = ['ReactAdapter', 'load_config']
+KIND = DatasetKind(
+    name='react', title='React bimanual tactile task releases: parquet tables and mp4 videos',
+    adapter=ReactAdapter, options=ReactOptions,
+    sample='react_ros.samples.react:write_react_sample',
+    demo_episode='2026-05-10/episode_000')
+
+__all__ = ['KIND', 'ReactAdapter', 'ReactOptions']

@@ -6,29 +6,25 @@ the videos are variable frame rate).
 """
 from __future__ import annotations
 
-import heapq
 import json
-import math
 import struct
 from dataclasses import dataclass
-from functools import lru_cache
-from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterable, Iterator, Sequence
+from typing import Any, Callable, ClassVar, Iterator, Sequence
 
 import numpy as np
 import yaml
 from rclpy.serialization import deserialize_message
 from std_msgs.msg import String
 
-from react_ros.adapters.base import Episode, EpisodeOptions
+from react_ros.adapters.base import DatasetKind, Episode, EpisodeOptions
+from react_ros.adapters.poses import PosePolicy, PoseRule
+from react_ros.adapters.video_streams import in_stamp_order, video_camera_streams
 from react_ros.errors import DatasetFormatError, FrameSyncError
 from react_ros.formats import video
 from react_ros.formats.cdr import CdrReader, header_stamp
 from react_ros.formats.mcap_bag import McapBag, RawMessage
 from react_ros.formats.urdf import parse_urdf
-from react_ros.ros.camera_info import camera_info
-from react_ros.ros.image import rgb_image
 from react_ros.ros.msgs import message_class
 from react_ros.ros.robot_state import robot_state_streams
 from react_ros.ros.tf import tf_message, transform_stamped
@@ -38,14 +34,6 @@ CAMERA_TOPIC = '/{}/perception_interface/camera/state'
 GRIPPER_TOPIC = '/{}/perception_interface/gripper/state'
 CAMERA_INFO = 'meta/sensor/{}.metadata_interface.camera_info.meta.yaml'
 URDF = 'meta/scene/robot_description.urdf'
-
-
-@lru_cache(maxsize=1)
-def load_config() -> dict[str, Any]:
-    """config/umi.yaml, shipped as package data (pip) and in share/ (colcon)."""
-    text = resources.files('react_ros').joinpath('config/umi.yaml').read_text()
-    config: dict[str, Any] = yaml.safe_load(text)
-    return config
 
 
 def _yaml(path: Path, required: bool = True) -> Any:
@@ -65,29 +53,6 @@ def _has_header(msg_type: str) -> bool:
     fields: dict[str, str] = cls.get_fields_and_field_types()
     first = next(iter(fields.items()), ('', ''))
     return first == ('header', 'std_msgs/Header')
-
-
-def _in_order(items: Iterable[Any], stamps: np.ndarray) -> Iterator[tuple[int, Any]]:
-    """Yield (stamp, item) sorted by stamp, where items come in recorded order.
-
-    Stamps are known up front, so an item is released as soon as no later item
-    can be stamped before it: memory holds only the out-of-order stretches
-    (none for well-behaved recordings).
-    """
-    n = len(stamps)
-    suffix_min = np.minimum.accumulate(stamps[::-1])[::-1] if n else stamps
-    heap: list[tuple[int, int, Any]] = []
-    for i, item in enumerate(items):
-        if i >= n:
-            break
-        heapq.heappush(heap, (int(stamps[i]), i, item))
-        nxt = int(suffix_min[i + 1]) if i + 1 < n else None
-        while heap and (nxt is None or heap[0][0] <= nxt):
-            t, _, it = heapq.heappop(heap)
-            yield t, it
-    while heap:
-        t, _, it = heapq.heappop(heap)
-        yield t, it
 
 
 @dataclass
@@ -112,7 +77,7 @@ class UmiAdapter:
     def __init__(self, path: Path, options: EpisodeOptions) -> None:
         self.root = Path(path)
         self.options = options
-        self.config = load_config()
+        self.config = KIND.config()
         self.warnings: list[str] = []
 
     # -- validation, all before any stream exists ----------------------------------------
@@ -151,7 +116,7 @@ class UmiAdapter:
         joint_states = self._joint_states()
         streams = [*self._recorded(), self._tf(), joint_states]
         for cam in self.cameras:
-            streams += [self._images(cam), self._camera_infos(cam)]
+            streams += self._camera_streams(cam)
         streams.append(annotations)
         times = [t for t in (self.t_min, self.t_max) if t is not None]
         times += [int(cam.stamps[i]) for cam in self.cameras for i in (0, -1) if len(cam.stamps)]
@@ -161,7 +126,8 @@ class UmiAdapter:
         start_ns, end_ns = min(times), max(times)
         streams += robot_state_streams(self.urdf, joint_states, start_ns, urdf_path)
         return Episode(kind=self.kind, path=self.root, start_ns=start_ns, end_ns=end_ns,
-                       streams=streams, urdf=self.urdf, warnings=self.warnings)
+                       streams=streams, urdf=self.urdf, warnings=self.warnings,
+                       invalid_poses=self.pose_rule.counts)
 
     def _check_urdf(self, robot: Any) -> None:
         """Warn where the data names frames or joints the URDF lacks (TF would break)."""
@@ -188,17 +154,13 @@ class UmiAdapter:
         stamps: list[int] = []
         self.pointers: dict[str, list[int]] = {t: [] for t in pointer_topics}
         self.first_pointer: dict[str, tuple[str, dict[str, str]]] = {}
-        self.bad_pose: set[int] = set()  # indices (in the scan) of unpublishable poses
-        bad_counts: dict[str, int] = {}
-        max_err = float(self.config.get('max_quaternion_norm_error', 0.01))
+        poses: dict[str, list[tuple[int, tuple[float, ...]]]] = {t: [] for t in pose_topics}
         for i, raw in enumerate(self.bag.messages()):
             topics.append(raw.topic)
             try:
                 t = header_stamp(raw.data) if headered[raw.topic] else raw.log_time_ns
                 if raw.topic in pose_topics:
-                    if not _values_ok(CdrReader(raw.data).pose_stamped(), max_err):
-                        self.bad_pose.add(i)
-                        bad_counts[raw.topic] = bad_counts.get(raw.topic, 0) + 1
+                    poses[raw.topic].append((i, CdrReader(raw.data).pose_stamped()))
                 elif raw.topic in pointer_topics:
                     self.pointers[raw.topic].append(self._pointer_stamp(raw))
             except (struct.error, IndexError):
@@ -209,9 +171,16 @@ class UmiAdapter:
         self.scan_stamps = np.array(stamps, dtype=np.int64)
         self.t_min = int(self.scan_stamps.min()) if stamps else None
         self.t_max = int(self.scan_stamps.max()) if stamps else None
-        for topic, n in sorted(bad_counts.items()):
-            self.warnings.append(f'{topic}: {n} pose(s) with NaN or a non-unit quaternion '
-                                 'not published on /tf')
+        # Policy: an invalid pose is one lost tracking sample, so it is dropped from /tf
+        # (the recorded pose topics are still republished unchanged) and the episode plays.
+        self.pose_rule = PoseRule(PosePolicy(
+            float(self.config.get('max_quaternion_norm_error', 0.01))), self.warnings)
+        self.bad_pose: set[int] = set()  # indices (in the scan) of unpublishable poses
+        for topic, items in sorted(poses.items()):
+            if items:
+                ok = self.pose_rule.check(topic, [v for _, v in items], self.bag.path,
+                                          unit='message', where=' on /tf')
+                self.bad_pose.update(i for (i, _), good in zip(items, ok) if not good)
 
     def _document_types(self) -> dict[str, str]:
         types = {t: 'geometry_msgs/msg/PoseStamped' for t in self.config['pose_frames']}
@@ -299,7 +268,7 @@ class UmiAdapter:
         bag = self.bag
 
         def gen() -> Iterator[tuple[int, RawMessage]]:
-            return _in_order(bag.messages(topics), stamps)
+            return in_stamp_order(bag.messages(topics), stamps)
         return gen
 
     def _recorded(self) -> list[Stream]:
@@ -323,17 +292,17 @@ class UmiAdapter:
         keep = mask.copy()
         keep[list(self.bad_pose)] = False
         stamps = self.scan_stamps[keep]
+        skip = set(np.flatnonzero(~keep[mask]).tolist())  # k-th pose message, rejected
         bag = self.bag
-        max_err = float(self.config.get('max_quaternion_norm_error', 0.01))
 
         def gen() -> Iterator[tuple[int, Any]]:
             def good() -> Iterator[Any]:
                 # The same scan order as _scan, so its indices mark the bad poses.
-                for raw in bag.messages(topics):
-                    msg: Any = deserialize_message(raw.data, message_class(raw.schema_name))
-                    if _pose_ok(msg.pose, max_err):
-                        yield raw.topic, msg
-            for t, (topic, msg) in _in_order(good(), stamps):
+                for k, raw in enumerate(bag.messages(topics)):
+                    if k not in skip:
+                        yield raw.topic, deserialize_message(raw.data,
+                                                             message_class(raw.schema_name))
+            for t, (topic, msg) in in_stamp_order(good(), stamps):
                 p, q = msg.pose.position, msg.pose.orientation
                 yield t, tf_message([transform_stamped(
                     msg.header.frame_id, frames[topic], t, (p.x, p.y, p.z),
@@ -355,46 +324,10 @@ class UmiAdapter:
         return Stream('/joint_states', 'sensor_msgs/msg/JointState', gen,
                       count=int(self._scan_mask(topics).sum()), approx_bytes=100)
 
-    def _size(self, cam: _Camera) -> tuple[int, int]:
-        return video.scaled_size(cam.video.width, cam.video.height, self.options.image_scale)
-
-    def _images(self, cam: _Camera) -> Stream:
-        frame_id = f'{cam.name}_color_optical_frame'
-        scale = self.options.image_scale
-        w, h = self._size(cam)
-
-        def gen() -> Iterator[tuple[int, Any]]:
-            frames = video.decode_rgb(cam.video.path, scale, expected_frames=len(cam.stamps))
-            for t, frame in _in_order(frames, cam.stamps):
-                yield t, rgb_image(frame, t, frame_id)
-        return Stream(f'/{cam.name}/image_raw', 'sensor_msgs/msg/Image', gen,
-                      count=len(cam.stamps), heavy=True, approx_bytes=w * h * 3 + 200,
-                      meta={'video': str(cam.video.path)})
-
-    def _camera_infos(self, cam: _Camera) -> Stream:
-        frame_id = f'{cam.name}_color_optical_frame'
-        size = self._size(cam)
-        template = camera_info(cam.meta, 0, frame_id, size=size)
-        order = np.argsort(cam.stamps, kind='stable')
-
-        def gen() -> Iterator[tuple[int, Any]]:
-            for i in order:
-                t = int(cam.stamps[i])
-                msg = camera_info(cam.meta, t, frame_id, size=size)
-                yield t, msg
-        return Stream(f'/{cam.name}/camera_info', 'sensor_msgs/msg/CameraInfo', gen,
-                      count=len(cam.stamps), approx_bytes=len(str(template)))
-
-
-def _pose_ok(pose: Any, max_err: float) -> bool:
-    p, q = pose.position, pose.orientation
-    return _values_ok((p.x, p.y, p.z, q.x, q.y, q.z, q.w), max_err)
-
-
-def _values_ok(xyz_xyzw: Sequence[float], max_err: float) -> bool:
-    if not all(math.isfinite(v) for v in xyz_xyzw):
-        return False
-    return abs(math.sqrt(sum(v * v for v in xyz_xyzw[3:])) - 1.0) <= max_err
+    def _camera_streams(self, cam: _Camera) -> list[Stream]:
+        return video_camera_streams(cam.video, cam.stamps, f'/{cam.name}',
+                                    f'{cam.name}_color_optical_frame', cam.meta,
+                                    image_scale=self.options.image_scale)
 
 
 def _entries(doc: Any, key: str, path: Path) -> list[dict[str, Any]]:
@@ -419,4 +352,9 @@ def _time_ns(value: Any, path: Path) -> int:
     return int(value)
 
 
-__all__ = ['UmiAdapter', 'load_config']
+KIND = DatasetKind(
+    name='umi', title='UMI gripper demonstrations: an MCAP and three mp4 videos',
+    adapter=UmiAdapter,
+    sample='react_ros.samples.umi:write_umi_sample')
+
+__all__ = ['KIND', 'UmiAdapter']

@@ -1,12 +1,14 @@
 """Live playback of an episode on ROS 2 topics, with /clock and rosbag2's controls.
 
 One publishing thread walks the merged streams in stamp order and publishes each
-message at wall time = start_wall + (t - t0) / rate. Heavy (video) streams are
-decoded ahead on one worker thread each, bounded in bytes (readahead.py).
-A second thread spins the node so the rosbag2 player services (~/pause,
-~/resume, ~/toggle_paused, ~/is_paused, ~/set_rate, ~/get_rate, ~/seek,
-~/play_next, ~/burst) answer while messages go out; the control state they
-change is guarded by one condition variable.
+message when the timeline (timeline.py) says its time has come. Heavy (video)
+streams are decoded ahead on one worker thread each, bounded in bytes
+(readahead.py). A second thread spins the node so the rosbag2 player services
+(services.py) answer while messages go out; they, and the keyboard, change the
+timeline only.
+
+Process-wide tuning (tuning.py) is the caller's: tune_for_playback() before
+rclpy.init, freeze_heap() once the episode is open.
 
 Time jumps. After a loop or a backward seek /clock jumps back to the dataset
 time played next; message stamps stay the dataset's own. That is a jump tf2 and
@@ -30,7 +32,6 @@ interface, which streams.Stream does not offer yet.
 from __future__ import annotations
 
 import itertools
-import gc
 import math
 import signal
 import sys
@@ -49,17 +50,17 @@ from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.node import Node
 from rclpy.serialization import deserialize_message
 from rclpy.signals import SignalHandlerOptions
-from rosbag2_interfaces import srv
 from rosgraph_msgs.msg import Clock
 
 from react_ros.adapters.base import Episode  # noqa: TC001 (runtime use in annotations only)
 from react_ros.errors import ReactRosError
+from react_ros.progress import Progress
 from react_ros.ros import qos
-from react_ros.ros.dds import prefer_async_publishing
-from react_ros.sinks.allocator import reuse_freed_frames
-from react_ros.ros.msgs import message_class, stamp, to_ns
+from react_ros.ros.msgs import message_class, stamp
+from react_ros.sinks import timeline as tl
 from react_ros.sinks.keyboard import DOWN, RIGHT, SPACE, UP, Keyboard
 from react_ros.sinks.readahead import Cancelled, ReadAhead
+from react_ros.sinks.services import make_services
 from react_ros.streams import Role, Stream, merge
 
 TF_MESSAGE = 'tf2_msgs/msg/TFMessage'
@@ -111,15 +112,6 @@ class PlaybackStats:
     span_s: float = 0.0  # wall time from the first to the last data message published
 
 
-class _Steps:
-    """A play_next/burst request the publishing thread fulfils while paused."""
-
-    def __init__(self, count: int | None) -> None:
-        self.remaining = count  # None: everything left
-        self.done_count = 0
-        self.done = threading.Event()
-
-
 class Player:
     """Plays an episode; `run()` blocks until the end, a stop or Ctrl-C.
 
@@ -132,17 +124,14 @@ class Player:
         self.episode = episode
         self.options = opts = options or PlayOptions()
         _check_options(opts)
-        reuse_freed_frames()
         self.streams = self._select(episode.streams)
-        self.t0 = episode.start_ns
-        self.t_end = episode.end_ns
-        self.first_ns = min(self.t_end, self.t0 + int(opts.start_offset_s * 1e9))
-        self.limit_ns = self.t_end if opts.playback_duration_s is None else \
-            min(self.t_end, self.first_ns + int(opts.playback_duration_s * 1e9))
+        self.timeline = tl.Timeline(
+            episode.start_ns, episode.end_ns, rate=opts.rate, start_offset_s=opts.start_offset_s,
+            playback_duration_s=opts.playback_duration_s, start_paused=opts.start_paused,
+            loop=opts.loop, tick_s=1.0 / opts.clock_hz if opts.clock_hz > 0 else 0.1)
 
         self._own_context = node is None and context is None
         if self._own_context:
-            prefer_async_publishing()
             context = Context()
             rclpy.init(args=[], context=context, signal_handler_options=SignalHandlerOptions.NO)
         self._own_node = node is None
@@ -154,30 +143,15 @@ class Player:
             raise ReactRosError(f'--node-name {opts.node_name!r} is not a valid ROS node name') \
                 from None
 
-        self._cv = threading.Condition()
-        self._gen = 0  # bumped on every control change, so waiters never miss one
-        self._stop = threading.Event()
-        self._paused = opts.start_paused
-        self._rate = opts.rate
-        self._anchor_ns = self.first_ns
-        self._anchor_wall = time.monotonic()
-        self._next_t: int | None = None
-        self._seek_to: int | None = None
-        self._seeks_taken = 0
-        self._steps: deque[_Steps] = deque()
-        self._loops = 0
-        self._last_tick = 0.0
         self._last_progress = 0.0
         self._last_on_stats = 0.0
-        self._last_line = 0.0
-        self._stderr_tty = sys.stderr.isatty()
+        self._line = Progress(sys.stderr)
 
         self._stats_lock = threading.Lock()
         self._counts: dict[str, int] = {}
         self._failed: dict[str, int] = {}
         self._history: deque[tuple[float, dict[str, int]]] = deque(maxlen=5)
         self._played_ns = 0
-        self._due = 0.0
         self._first_pub: float | None = None  # wall times of the first and last data message
         self._last_pub = 0.0
         self._lateness: list[float] | None = [] if opts.record_lateness else None
@@ -188,7 +162,7 @@ class Player:
             self._make_publishers()
             self._clock_pub = self.node.create_publisher(Clock, '/clock', qos.CLOCK) \
                 if opts.clock_hz > 0 else None
-            self._make_services()
+            self._services = make_services(self.node, self.timeline)
         except BaseException:
             self.close()
             raise
@@ -232,105 +206,36 @@ class Player:
             if latched[topic] and msg_type == TF_MESSAGE:
                 self._latched_tf[topic] = {}
 
-    def _make_services(self) -> None:
-        n = self.node
-        self._services = [
-            n.create_service(srv.Pause, '~/pause', self._srv_pause),
-            n.create_service(srv.Resume, '~/resume', self._srv_resume),
-            n.create_service(srv.TogglePaused, '~/toggle_paused', self._srv_toggle),
-            n.create_service(srv.IsPaused, '~/is_paused', self._srv_is_paused),
-            n.create_service(srv.SetRate, '~/set_rate', self._srv_set_rate),
-            n.create_service(srv.GetRate, '~/get_rate', self._srv_get_rate),
-            n.create_service(srv.Seek, '~/seek', self._srv_seek),
-            n.create_service(srv.PlayNext, '~/play_next', self._srv_play_next),
-            n.create_service(srv.Burst, '~/burst', self._srv_burst),
-        ]
-
     # --- control (thread-safe; services and keyboard call these) ------------
 
-    def _changed(self) -> None:
-        self._gen += 1
-        self._cv.notify_all()
-
-    def _now_ns(self) -> int:
-        """Dataset time now; never ahead of the message waiting to go out."""
-        if self._paused:
-            return self._anchor_ns
-        t = self._anchor_ns + int((time.monotonic() - self._anchor_wall) * self._rate * 1e9)
-        return t if self._next_t is None else min(t, self._next_t)
-
-    def _reanchor(self, t_ns: int) -> None:
-        self._anchor_ns = t_ns
-        self._anchor_wall = time.monotonic()
-
     def pause(self) -> None:
-        with self._cv:
-            if not self._paused:
-                self._reanchor(self._now_ns())
-                self._paused = True
-                self._changed()
+        self.timeline.pause()
 
     def resume(self) -> None:
-        with self._cv:
-            if self._paused:
-                self._reanchor(self._anchor_ns)
-                self._paused = False
-                self._changed()
+        self.timeline.resume()
 
     def toggle_paused(self) -> None:
-        with self._cv:
-            paused = self._paused
-        self.resume() if paused else self.pause()
+        self.timeline.toggle_paused()
 
     def is_paused(self) -> bool:
-        with self._cv:
-            return self._paused
+        return self.timeline.paused
 
     def set_rate(self, rate: float) -> bool:
-        if not (rate > 0 and math.isfinite(rate)):
-            return False
-        with self._cv:
-            self._reanchor(self._now_ns())
-            self._rate = rate
-            self._changed()
-        return True
+        return self.timeline.set_rate(rate)
 
     def get_rate(self) -> float:
-        with self._cv:
-            return self._rate
+        return self.timeline.rate
 
     def seek(self, t_ns: int, timeout: float = 10.0) -> bool:
-        """Jump to dataset time `t_ns` (clamped to the first playable time).
-
-        False past the end of what this run plays. Returns once the publishing
-        thread has taken the request: nothing older goes out after that.
-        """
-        if t_ns > self.limit_ns:
-            return False
-        with self._cv:
-            self._seek_to = max(t_ns, self.t0)
-            self._changed()
-            taken = self._seeks_taken
-            return self._cv.wait_for(
-                lambda: self._seeks_taken != taken or self._stop.is_set(), timeout)
+        """Jump to dataset time `t_ns`; see Timeline.seek."""
+        return self.timeline.seek(t_ns, timeout)
 
     def play_next(self, count: int | None = 1, wait: float | None = 10.0) -> int:
         """Publish the next `count` messages (None: all left) while paused; returns how many."""
-        with self._cv:
-            if not self._paused or self._stop.is_set():
-                return 0
-            req = _Steps(count)
-            self._steps.append(req)
-            self._changed()
-        if wait is None:
-            return 0
-        req.done.wait(wait)
-        return req.done_count
+        return self.timeline.play_next(count, wait)
 
     def stop(self) -> None:
-        self._stop.set()
-        with self._cv:
-            self._changed()
+        self.timeline.stop()
 
     def lateness_ns(self) -> list[int]:
         """Publish time minus scheduled wall time of every message played on schedule."""
@@ -348,59 +253,16 @@ class Player:
             topics = {t: TopicStats(counts[t], self._failed[t], rates[t]) for t in counts}
             played = self._played_ns
             span = self._last_pub - self._first_pub if self._first_pub is not None else 0.0
-        with self._cv:
-            rate, paused, loops = self._rate, self._paused, self._loops
-        return PlaybackStats(topics, played, self.t_end - self.t0, rate, paused,
-                             sum(counts.values()), sum(t.failed for t in topics.values()), loops,
+        t = self.timeline
+        return PlaybackStats(topics, played, t.t_end - t.t0, t.rate, t.paused,
+                             sum(counts.values()), sum(s.failed for s in topics.values()), t.loops,
                              span)
-
-    # --- services ------------------------------------------------------------
-
-    def _srv_pause(self, req: Any, res: Any) -> Any:
-        self.pause()
-        return res
-
-    def _srv_resume(self, req: Any, res: Any) -> Any:
-        self.resume()
-        return res
-
-    def _srv_toggle(self, req: Any, res: Any) -> Any:
-        self.toggle_paused()
-        return res
-
-    def _srv_is_paused(self, req: Any, res: Any) -> Any:
-        res.paused = self.is_paused()
-        return res
-
-    def _srv_set_rate(self, req: Any, res: Any) -> Any:
-        res.success = self.set_rate(req.rate)
-        return res
-
-    def _srv_get_rate(self, req: Any, res: Any) -> Any:
-        res.rate = self.get_rate()
-        return res
-
-    def _srv_seek(self, req: Any, res: Any) -> Any:
-        res.success = self.seek(to_ns(req.time))
-        return res
-
-    def _srv_play_next(self, req: Any, res: Any) -> Any:
-        res.success = self.play_next(1) == 1
-        return res
-
-    def _srv_burst(self, req: Any, res: Any) -> Any:
-        res.actually_burst = self.play_next(req.num_messages or None)
-        return res
 
     # --- the publishing thread -------------------------------------------------
 
     def run(self) -> int:
         """Play until the end (or forever with loop); Ctrl-C stops cleanly with 0."""
         restore = self._install_signal_handlers()
-        # Everything alive now (modules, the episode's index) lives as long as the
-        # player: keep it out of the cyclic GC, whose full passes over those
-        # objects took a fifth of the publishing thread's time.
-        gc.freeze()
         executor = SingleThreadedExecutor(context=self.node.context)
         executor.add_node(self.node)
         spinner = threading.Thread(target=self._spin, args=(executor,), daemon=True,
@@ -408,19 +270,18 @@ class Player:
         spinner.start()
         keyboard = None
         if self.options.keyboard and Keyboard.available():
-            keyboard = Keyboard({SPACE: self.toggle_paused, RIGHT: self._key_next,
-                                 UP: lambda: self._step_rate(+0.1),
-                                 DOWN: lambda: self._step_rate(-0.1)})
+            t = self.timeline
+            keyboard = Keyboard({SPACE: t.toggle_paused, RIGHT: lambda: t.play_next(1, wait=None),
+                                 UP: lambda: t.step_rate(+0.1), DOWN: lambda: t.step_rate(-0.1)})
         try:
             if self.options.delay_s > 0:
-                self._stop.wait(self.options.delay_s)
+                self.timeline.sleep(self.options.delay_s)
             self._play()
-            if not self._stop.is_set():
+            if not self.timeline.stopped:
                 self._flush()
         finally:
             self.stop()
-            with self._cv:
-                self._finish_steps()
+            self.timeline.finish_steps()
             if keyboard is not None:
                 keyboard.stop()
             spinner.join(2.0)
@@ -438,27 +299,20 @@ class Player:
             rclpy.try_shutdown(context=self.node.context)
 
     def _spin(self, executor: SingleThreadedExecutor) -> None:
-        while not self._stop.is_set() and self.node.context.ok():
+        while not self.timeline.stopped and self.node.context.ok():
             try:
                 executor.spin_once(timeout_sec=0.1)
             except Exception:  # a shutdown racing spin_once; nothing to serve any more
-                if self._stop.is_set() or not self.node.context.ok():
+                if self.timeline.stopped or not self.node.context.ok():
                     return
                 raise
-
-    def _step_rate(self, delta: float) -> None:
-        # rounded, so that ten presses of "up" give 2.0 and not 2.0000000000000004
-        self.set_rate(max(0.1, round(self.get_rate() + delta, 6)))
-
-    def _key_next(self) -> None:
-        self.play_next(1, wait=None)
 
     def _install_signal_handlers(self) -> Callable[[], None]:
         if threading.current_thread() is not threading.main_thread():
             return lambda: None
 
         def handler(signum: int, frame: Any) -> None:
-            if self._stop.is_set():
+            if self.timeline.stopped:
                 raise KeyboardInterrupt  # a second Ctrl-C: the user really means it
             self.stop()
 
@@ -470,23 +324,9 @@ class Player:
         return restore
 
     def _play(self) -> None:
-        start = self.first_ns
-        while not self._stop.is_set():
-            outcome = self._play_pass(start)
-            with self._cv:
-                if self._seek_to is not None:
-                    start, self._seek_to = self._seek_to, None
-                    self._seeks_taken += 1
-                    self._changed()
-                    continue
-                if self._stop.is_set():
-                    return
-                self._finish_steps()
-                if outcome == 'end' and self.options.loop:
-                    self._loops += 1
-                    start = self.first_ns
-                    continue
-                return
+        start: int | None = self.timeline.first_ns
+        while start is not None and not self.timeline.stopped:
+            start = self.timeline.next_pass(self._play_pass(start))
 
     def _iterators(self, from_ns: int) -> tuple[list[Iterator[tuple[int, Any]]], list[ReadAhead]]:
         heavy = [s for s in self.streams if s.heavy]
@@ -497,8 +337,7 @@ class Player:
             if s.heavy:
                 # A reader still decoding frames to drop (after a seek) must
                 # not hold off a stop or a newer seek.
-                r = ReadAhead(s, from_ns, budget,
-                              lambda: self._stop.is_set() or self._seek_to is not None)
+                r = ReadAhead(s, from_ns, budget, lambda: self.timeline.interrupted)
                 readers.append(r)
                 its.append(iter(r))
             else:
@@ -506,9 +345,8 @@ class Player:
         return its, readers
 
     def _play_pass(self, from_ns: int) -> str:
-        with self._cv:
-            self._reanchor(from_ns)
-            self._next_t = None
+        timeline = self.timeline
+        timeline.start_pass(from_ns)
         self._publish_clock(from_ns)
         its, readers = self._iterators(from_ns)
         try:
@@ -517,84 +355,27 @@ class Player:
             # readers to open and decode theirs before the clock starts, or the
             # first frames of every pass would go out late.
             first = next(merged, None)
-            with self._cv:
-                self._reanchor(from_ns)
+            timeline.start_pass(from_ns)
             for ev in itertools.chain([] if first is None else [first], merged):
-                if ev.t_ns > self.limit_ns:
-                    return 'end'
-                action = self._wait_for(ev.t_ns)
-                if action in ('stop', 'seek'):
+                if ev.t_ns > timeline.limit_ns:
+                    return tl.END
+                action = timeline.wait_for(ev.t_ns, self._publish_clock, self._progress)
+                if action in (tl.STOP, tl.SEEK):
                     return action
                 self._publish(self.streams[ev.stream_idx], ev.msg)
-                if action == 'go' and self._lateness is not None:
-                    self._lateness.append(time.monotonic() - self._due)
-                self._played_ns = ev.t_ns - self.t0
-                if action == 'step':
-                    self._step_done(ev.t_ns)
+                if action == tl.GO and self._lateness is not None:
+                    self._lateness.append(time.monotonic() - timeline.last_due)
+                self._played_ns = ev.t_ns - timeline.t0
+                if action == tl.STEP:
+                    timeline.step_done(ev.t_ns)
+                    self._publish_clock(ev.t_ns)
                 self._progress()
-            return 'end'
+            return tl.END
         except Cancelled:
-            return 'seek' if self._seek_to is not None else 'stop'
+            return tl.STOP if timeline.stopped else tl.SEEK
         finally:
             for r in readers:
                 r.close()
-
-    def _wait_for(self, t_ns: int) -> str:
-        period = 1.0 / self.options.clock_hz if self._clock_pub is not None else 0.1
-        while True:
-            clock_value = None
-            with self._cv:
-                self._next_t = t_ns
-                if self._stop.is_set():
-                    return 'stop'
-                if self._seek_to is not None:
-                    return 'seek'
-                now = time.monotonic()
-                action = None
-                if self._paused:
-                    if self._steps:
-                        return 'step'
-                    timeout = period
-                else:
-                    due = self._anchor_wall + (t_ns - self._anchor_ns) / self._rate / 1e9
-                    if now >= due:
-                        action = 'go'
-                        self._due = due
-                    timeout = min(due - now, period)
-                if self._tick(now, period):
-                    clock_value = self._now_ns()
-                gen = self._gen
-            if clock_value is not None:
-                self._publish_clock(clock_value)
-            if action is not None:
-                return action
-            self._progress()
-            with self._cv:
-                self._cv.wait_for(lambda: self._gen != gen, timeout)
-
-    def _tick(self, now: float, period: float) -> bool:
-        """Whether a /clock tick is due; keeps ticks on a fixed grid."""
-        last = self._last_tick
-        if now - last < period:
-            return False
-        self._last_tick = now if now - last > 2 * period else last + period
-        return True
-
-    def _step_done(self, t_ns: int) -> None:
-        with self._cv:
-            self._reanchor(t_ns)
-            req = self._steps[0]
-            req.done_count += 1
-            if req.remaining is not None:
-                req.remaining -= 1
-                if req.remaining <= 0:
-                    self._steps.popleft()
-                    req.done.set()
-        self._publish_clock(t_ns)
-
-    def _finish_steps(self) -> None:
-        while self._steps:
-            self._steps.popleft().done.set()
 
     def _publish(self, stream: Stream, msg: Any) -> None:
         topic = stream.topic
@@ -664,20 +445,14 @@ class Player:
             self.options.on_stats(stats)
         if self.options.quiet:
             return
-        if not self._stderr_tty and not final and now - self._last_line < 5.0:
-            return  # a log file gets a line every 5 s, not a \r-joined stream
-        self._last_line = now
         state = 'paused ' if stats.paused else 'playing'
-        line = (f'\r[{state}] {stats.played_ns / 1e9:8.3f} / {stats.total_ns / 1e9:.3f} s'
+        line = (f'[{state}] {stats.played_ns / 1e9:8.3f} / {stats.total_ns / 1e9:.3f} s'
                 f'  rate {stats.rate:.2f}  msgs {stats.published}')
         if stats.failed:
             line += f'  dropped {stats.failed}'
-        if not self._stderr_tty:
-            line = line[1:] + '\n'
-        elif final:
-            line += '\n'
-        sys.stderr.write(line)
-        sys.stderr.flush()
+        self._line.show(line, force=final)
+        if final:
+            self._line.close()
 
 
 def _skip_to(stream: Stream, from_ns: int) -> Iterator[tuple[int, Any]]:
