@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import NoReturn, Sequence
 
 from react_ros.adapters import KINDS, EpisodeOptions, kind_options, open_episode, resolve_kind
 from react_ros.adapters.base import DatasetKind
@@ -92,14 +93,24 @@ def _play_args(p: argparse.ArgumentParser) -> None:
     p.add_argument('--exclude', nargs='+', default=[], metavar='T')
     p.add_argument('--remap', type=_remap, nargs='+', default=[], metavar='FROM:=TO')
     p.add_argument('--node-name', default='react_ros_player')
+    p.add_argument('--wait-for-subscribers', type=_non_negative, default=2.0, metavar='S',
+                   help='before playing, wait at most S s for DDS discovery to match the '
+                        'subscribers already running (default 2; 0 turns it off)')
     p.add_argument('--no-state-publisher', action='store_true',
                    help='do not start react_ros\'s robot_state_publisher (one runs already)')
     p.add_argument('-q', '--quiet', action='store_true')
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with a usage error as one line, like every other refusal (exit 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_BAD_INPUT, f'error: {message} (see {self.prog} --help)\n')
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog='react-ros', description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest='command', required=True)
+    parser = _Parser(prog='react-ros', description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest='command', required=True, parser_class=_Parser)
 
     p = sub.add_parser('info', help='kind, duration and streams of an episode')
     _episode_args(p)
@@ -110,15 +121,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser('convert', help='write a rosbag2 MCAP bag')
     _episode_args(p)
-    p.add_argument('-o', '--output', type=Path, required=True, metavar='OUTDIR')
-    p.add_argument('--overwrite', action='store_true')
+    # A string, not a Path: Path('') is '.', and an empty -o must be refused, not the cwd.
+    p.add_argument('-o', '--output', required=True, metavar='OUTDIR')
+    p.add_argument('--overwrite', action='store_true',
+                   help='replace OUTDIR if it is a bag react_ros wrote (nothing else)')
     p.add_argument('--topics', nargs='+', metavar='T')
     p.add_argument('--exclude', nargs='+', default=[], metavar='T')
     p.add_argument('-q', '--quiet', action='store_true')
+    p.add_argument('--progress', action='store_true',
+                   help='show progress even when stderr is not a terminal')
 
     p = sub.add_parser('sample', help='write a synthetic episode faithful to a format document')
     p.add_argument('kind', choices=[k for k, d in KINDS.items() if d.sample])
-    p.add_argument('dir', type=Path)
+    p.add_argument('dir')  # a string: an empty DIR is refused, not taken as the cwd
     p.add_argument('--seed', type=int, default=0)
     p.add_argument('--duration', type=_positive, default=None, metavar='S')
     p.add_argument('--resolution', default=None, metavar='WxH',
@@ -143,16 +158,20 @@ def _own_options(kind: DatasetKind, args: argparse.Namespace) -> KindOptions:
         {opt.name: getattr(args, opt.name) for k, opt in kind_options() if k is kind})
 
 
-def _open(args: argparse.Namespace):
+def _open(args: argparse.Namespace, warn: bool = True):
     kind = resolve_kind(args.episode, args.kind)
     options = EpisodeOptions(image_scale=args.image_scale, episode=args.episode_id,
                              own=_own_options(kind, args))
-    return open_episode(args.episode, kind.name, options)
+    episode = open_episode(args.episode, kind.name, options)
+    if warn:  # odd but usable: said, never silent (`info` lists them itself)
+        for warning in episode.warnings:
+            print(f'warning: {warning}', file=sys.stderr)
+    return episode
 
 
 def cmd_info(args: argparse.Namespace) -> int:
     from react_ros.info import describe
-    episode = _open(args)
+    episode = _open(args, warn=False)
     print(describe(episode))
     return 0
 
@@ -161,11 +180,15 @@ def cmd_convert(args: argparse.Namespace) -> int:
     from react_ros.sinks.bag import write_bag
     episode = _open(args)
     from react_ros.progress import Counter
-    progress = None if args.quiet else Counter('converting')
-    summary = write_bag(episode, args.output, overwrite=args.overwrite, topics=args.topics,
-                        exclude=args.exclude, progress=progress)
-    if progress:
-        progress.close()
+    # A log or a pipe gets no progress unless asked: its last line must be the error, if any.
+    show = not args.quiet and (args.progress or sys.stderr.isatty())
+    progress = Counter('converting') if show else None
+    try:
+        summary = write_bag(episode, args.output, overwrite=args.overwrite, topics=args.topics,
+                            exclude=args.exclude, progress=progress, inputs=[args.episode])
+    finally:
+        if progress:
+            progress.close()  # ends the progress line, so an error starts on its own
     if not args.quiet:
         print(f'wrote {summary.path} ({summary.message_count} messages)')
     return 0
@@ -181,7 +204,7 @@ def _resolution(text: str | None) -> tuple[int, int] | None:
     return int(w), int(h)
 
 
-def write_sample(kind: str, out: Path, seed: int = 0, duration: float | None = None,
+def write_sample(kind: str, out: str | Path, seed: int = 0, duration: float | None = None,
                  resolution: tuple[int, int] | None = None) -> Path:
     writer = KINDS[kind].sample_writer() if kind in KINDS else None
     if writer is None:
@@ -249,8 +272,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ReactRosError as err:
         print(f'error: {err}', file=sys.stderr)
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM/SIGHUP while writing (Interrupted)
+        return 128 + getattr(stop, 'signum', signal.SIGINT)
 
 
 if __name__ == '__main__':

@@ -22,6 +22,8 @@ SHARED: dict[str, tuple[str, str]] = {
     'image_scale': ('1.0', 'scale images (and camera_info K, P) by this factor'),
     'rviz': ('false', 'also start RViz2 with the dataset\'s config'),
     'episode_id': ('', 'episode inside a release of many (React: DATE/episode_NNN)'),
+    'wait_for_subscribers': ('2.0', 'wait at most this many seconds for DDS discovery to '
+                             'match running subscribers before playing (0 = off)'),
 }
 
 
@@ -78,6 +80,7 @@ def episode_and_parameters(values: Mapping[str, str]) -> tuple[Episode, DatasetK
         'start_paused': _flag(values, 'start_paused'),
         'image_scale': _number(values, 'image_scale'),
         'episode_id': values.get('episode_id', ''),
+        'wait_for_subscribers': _number(values, 'wait_for_subscribers'),
         'quiet': True,  # launch's output is line-based: no progress line
     }
     # Unset options stay undeclared-valued on the node, as their default says.

@@ -6,7 +6,8 @@ Parameters (named like `react-ros play`'s options):
   clock (100.0 Hz, 0 = no /clock), topics / exclude (string arrays, or one
   comma-separated string), remap (strings 'FROM:=TO'), image_scale (1.0),
   delay (0.0 s), publish_robot_state (false), quiet (false), episode_id ('' = the
-  only one; for releases of many, e.g. 2026-05-10/episode_000);
+  only one; for releases of many, e.g. 2026-05-10/episode_000), wait_for_subscribers
+  (2.0 s at most for DDS discovery before playing, 0 = off);
   and every dataset kind's own options, named as their fields
   (`react-ros play --help` lists them; e.g. segment, skip_bad, tactile_latency,
   gel_axis for React). An option that is unset by default is declared without a
@@ -36,6 +37,7 @@ SHARED: dict[str, Any] = {
     'playback_duration': -1.0, 'start_paused': False, 'clock': 100.0, 'topics': '',
     'exclude': '', 'remap': '', 'image_scale': 1.0, 'delay': 0.0,
     'publish_robot_state': False, 'quiet': False, 'episode_id': '',
+    'wait_for_subscribers': 2.0,
 }
 
 
@@ -91,7 +93,8 @@ def play_options(p: dict[str, Any]) -> PlayOptions:
         start_paused=_flag(p, 'start_paused'), clock_hz=_number(p, 'clock'),
         topics=topics or None, exclude=tuple(_strings(p['exclude'])), remap=remap,
         quiet=_flag(p, 'quiet'), keyboard=False, delay_s=_number(p, 'delay'),
-        publish_robot_state=_flag(p, 'publish_robot_state'))
+        publish_robot_state=_flag(p, 'publish_robot_state'),
+        wait_for_subscribers_s=_number(p, 'wait_for_subscribers'))
 
 
 def episode_options(p: dict[str, Any], kind: DatasetKind) -> EpisodeOptions:

@@ -18,7 +18,7 @@ def play_options(args: argparse.Namespace, on_stats=None) -> PlayOptions:
                        start_paused=args.start_paused, clock_hz=args.clock,
                        topics=args.topics, exclude=args.exclude, remap=dict(args.remap),
                        node_name=args.node_name, quiet=args.quiet or on_stats is not None,
-                       on_stats=on_stats)
+                       on_stats=on_stats, wait_for_subscribers_s=args.wait_for_subscribers)
 
 
 class RateTable:

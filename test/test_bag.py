@@ -244,9 +244,15 @@ def test_existing_output_is_refused_then_replaced_with_overwrite(tmp_path: Path)
     out = tmp_path / 'bag'
     out.mkdir()
     (out / 'keep').write_text('x')
+    # --overwrite replaces only a react_ros bag (issue 7): this folder is the user's.
+    for overwrite in (False, True):
+        with pytest.raises(SinkError, match='exists already and is not a react_ros bag'):
+            write_bag(_episode(tmp_path), out, overwrite=overwrite)
+    assert [p.name for p in out.iterdir()] == ['keep']
+    (out / 'keep').unlink()
+    write_bag(_episode(tmp_path), out)
     with pytest.raises(SinkError, match='exists already, not overwriting'):
         write_bag(_episode(tmp_path), out)
-    assert [p.name for p in out.iterdir()] == ['keep']
     write_bag(_episode(tmp_path), out, overwrite=True)
     assert sorted(p.name for p in out.iterdir()) == ['bag_0.mcap', 'metadata.yaml']
     # Made like any directory of the user's (umask), not private like a temporary one.
@@ -258,7 +264,7 @@ def test_overwrite_never_deletes_the_episode(tmp_path: Path) -> None:
     episode = _episode(tmp_path)
     (tmp_path / 'episode' / 'data').mkdir()
     for out in (tmp_path, tmp_path / 'episode', tmp_path / 'episode' / 'data'):
-        with pytest.raises(SinkError, match='part of the episode'):
+        with pytest.raises(SinkError, match='input'):
             write_bag(episode, out, overwrite=True)
     assert sorted(p.name for p in tmp_path.rglob('*')) == ['data', 'episode']
 

@@ -20,10 +20,16 @@ from mcap.summary import Summary
 
 from react_ros.errors import DatasetFormatError
 
+try:  # the decompressors mcap uses for chunks; either may be absent
+    from zstandard import ZstdError
+except ImportError:  # pragma: no cover
+    ZstdError = McapError  # type: ignore[misc,assignment]
+
 # What a damaged file makes the mcap package raise besides its own McapError:
-# short reads surface as struct/EOF errors, garbage lengths as Value/Memory errors.
+# short reads surface as struct/EOF errors, garbage lengths as Value/Memory errors,
+# damaged chunk bytes as the decompressor's error (zstd's own, lz4's RuntimeError).
 _PARSE_ERRORS = (McapError, struct.error, EOFError, ValueError, KeyError, MemoryError,
-                 OSError, IndexError)
+                 OSError, IndexError, ZstdError, RuntimeError)
 
 
 @dataclass(frozen=True)

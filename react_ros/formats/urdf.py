@@ -154,6 +154,7 @@ def _robot(root: ET.Element) -> Robot:
     for joint in joints.values():
         if joint.mimic is not None and joint.mimic.joint not in joints:
             raise _Bad(f'joint {joint.name!r} mimics unknown joint {joint.mimic.joint!r}')
+    _check_mimics(joints)
     roots = [name for name in links if name not in parent_of]
     if not roots:
         raise _Bad('no root link (the joints form a loop)')
@@ -161,6 +162,20 @@ def _robot(root: ET.Element) -> Robot:
         raise _Bad(f'more than one root link: {", ".join(roots)}')
     _check_tree(roots[0], links, joints)
     return Robot(root.get('name', ''), links, joints, roots[0])
+
+
+def _check_mimics(joints: dict[str, Joint]) -> None:
+    # A joint that mimics itself, or a ring of mimics, has no value to follow.
+    for start in joints.values():
+        chain = [start.name]
+        joint = start
+        while joint.mimic is not None:
+            if joint.mimic.joint in chain:
+                ring = ' -> '.join(chain[chain.index(joint.mimic.joint):] + [joint.mimic.joint])
+                raise _Bad(f'mimic loop: {ring}' if len(chain) > 1 or joint.mimic.joint !=
+                           start.name else f'joint {start.name!r} mimics itself')
+            chain.append(joint.mimic.joint)
+            joint = joints[joint.mimic.joint]
 
 
 def _check_tree(root: str, links: dict[str, Link], joints: dict[str, Joint]) -> None:

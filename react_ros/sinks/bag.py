@@ -19,8 +19,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import secrets
-import shutil
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -38,6 +36,7 @@ from react_ros import __version__
 from react_ros.errors import DatasetFormatError, SinkError
 from react_ros.ros import qos
 from react_ros.ros.msgs import _share_dirs, definition_text, message_class
+from react_ros.sinks.output import output_path, staged
 from react_ros.streams import Stream, merge
 
 if TYPE_CHECKING:
@@ -63,41 +62,59 @@ class BagSummary:
     duration_ns: int
 
 
-def write_bag(episode: Episode, out_dir: Path, *, overwrite: bool = False,
+def write_bag(episode: Episode, out_dir: str | os.PathLike[str], *, overwrite: bool = False,
               topics: Sequence[str] | None = None, exclude: Sequence[str] | None = (),
               progress: Callable[[int, int], None] | None = None,
-              compression: str = 'none') -> BagSummary:
+              compression: str = 'none', inputs: Sequence[Path] = ()) -> BagSummary:
     """Convert every stream of `episode` (robot state too) into a bag at `out_dir`.
 
-    Everything is written under a hidden sibling directory that is renamed to
-    `out_dir` only once complete, and removed on any error or interrupt.
-    `progress(done, total)` is called every PROGRESS_EVERY messages and once at the
-    end with done == total; before that, total is the streams' declared counts (a
-    lower bound when one does not know its count).
+    Where it may write, and how it never leaves half a bag: sinks/output.py
+    (`inputs`: more paths it must stay out of, such as the path the user named).
+    `overwrite` replaces only a previous react_ros bag. `progress(done, total)` is
+    called every PROGRESS_EVERY messages and once at the end with done == total;
+    before that, total is the streams' declared counts (a lower bound when one does
+    not know its count).
     """
-    out = Path(os.path.abspath(out_dir))  # '.', '..' and 'x/' get a real name
-    _check_target(episode, out, overwrite)
+    out = output_path(out_dir, option='-o/--output', inputs=[*inputs, episode.path])
     if compression not in _COMPRESSION:
         raise SinkError(f'{out}: unknown compression {compression!r} '
                         f'(one of {", ".join(_COMPRESSION)})')
     streams = select_streams(episode.streams, topics, exclude)
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = _sibling(out, 'partial')
+        with staged(out, overwrite=overwrite, ours=is_react_ros_bag,
+                    noun='react_ros bag') as tmp:
+            return _write(episode, streams, tmp, out, progress, _COMPRESSION[compression])
     except OSError as exc:
-        raise SinkError(f'{out}: cannot create it ({exc.strerror})') from None
-    try:
-        summary = _write(episode, streams, tmp, out, progress, _COMPRESSION[compression])
-        _commit(tmp, out, overwrite)
-    except OSError as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
         if exc.errno in _OUTPUT_ERRNOS:  # only writing fails like this, never reading
             raise SinkError(f'{out}: cannot be written ({exc.strerror})') from None
         raise
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return summary
+
+
+def is_react_ros_bag(path: Path) -> bool:
+    """Whether `path` is a bag this writer made, and nothing more: what --overwrite may delete.
+
+    Its metadata.yaml, the files it lists and no others, each an MCAP whose header
+    names react_ros as the library (rosbag2 and other tools write their own name).
+    """
+    try:
+        info = yaml.safe_load((path / 'metadata.yaml').read_text())['rosbag2_bagfile_information']
+        files = info['relative_file_paths']
+        if {p.name for p in path.iterdir()} != {'metadata.yaml', *files}:
+            return False
+        return all(_mcap_library(path / f).startswith('react_ros ') for f in files)
+    except (OSError, ValueError, TypeError, KeyError, yaml.YAMLError):
+        return False
+
+
+def _mcap_library(path: Path) -> str:
+    """The library string of an MCAP's header record ('' when it has none)."""
+    with open(path, 'rb') as f:
+        head = f.read(4096)
+    if head[:8] != b'\x89MCAP0\r\n' or head[8:9] != b'\x01':  # magic, then the header
+        return ''
+    pos = 17 + 4 + int.from_bytes(head[17:21], 'little')  # opcode, length; skip profile
+    size = int.from_bytes(head[pos:pos + 4], 'little')
+    return head[pos + 4:pos + 4 + size].decode(errors='replace')
 
 
 def select_streams(streams: Sequence[Stream], topics: Sequence[str] | None,
@@ -111,46 +128,6 @@ def select_streams(streams: Sequence[Stream], topics: Sequence[str] | None,
                         f'(it has {", ".join(sorted(known))})')
     return [s for s in streams
             if (topics is None or s.topic in topics) and s.topic not in exclude]
-
-
-def _check_target(episode: Episode, out: Path, overwrite: bool) -> None:
-    if out.exists() or out.is_symlink():
-        if not overwrite:
-            raise SinkError(f'{out}: exists already, not overwriting (use --overwrite)')
-        src, dst = Path(episode.path).resolve(), out.resolve()
-        if src == dst or dst in src.parents or src in dst.parents:
-            raise SinkError(f'{out}: is or holds part of the episode being converted, '
-                            'not overwriting it')
-
-
-def _sibling(out: Path, suffix: str) -> Path:
-    """A new hidden directory next to `out` (mkdtemp's would be 0700 and stay so)."""
-    while True:
-        path = out.parent / f'.{out.name}.{secrets.token_hex(4)}.{suffix}'
-        try:
-            path.mkdir()
-            return path
-        except FileExistsError:
-            continue
-
-
-def _commit(tmp: Path, out: Path, overwrite: bool) -> None:
-    """Put the finished bag in place; an old OUTDIR goes only after that succeeded."""
-    old = None
-    if out.exists() or out.is_symlink():
-        if not overwrite:  # appeared while we were writing
-            raise SinkError(f'{out}: exists already, not overwriting (use --overwrite)')
-        old = _sibling(out, 'old')
-        os.replace(out, old / out.name)
-    try:
-        os.replace(tmp, out)
-    except BaseException:
-        if old is not None:  # put the previous bag back
-            os.replace(old / out.name, out)
-            shutil.rmtree(old, ignore_errors=True)
-        raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 @dataclass

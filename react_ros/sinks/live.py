@@ -57,6 +57,7 @@ from react_ros.errors import ReactRosError
 from react_ros.progress import Progress
 from react_ros.ros import qos
 from react_ros.ros.msgs import message_class, stamp
+from react_ros.sinks import discovery
 from react_ros.sinks import timeline as tl
 from react_ros.sinks.keyboard import DOWN, RIGHT, SPACE, UP, Keyboard
 from react_ros.sinks.readahead import Cancelled, ReadAhead
@@ -89,6 +90,13 @@ class PlayOptions:
     # by default a (real or drop-in) robot_state_publisher does that.
     publish_robot_state: bool = False
     delay_s: float = 0.0  # wait before playing, like `ros2 bag play --delay`
+    # Before the timeline starts: wait at most this long for DDS discovery to
+    # settle (discovery.py), so subscribers that already run get the first
+    # message; 0 = start at once.
+    wait_for_subscribers_s: float = 2.0
+    # At the end (also after a stop): wait at most this long for reliable
+    # subscribers to acknowledge what was published (rosbag2's --wait-for-all-acked).
+    wait_for_acks_s: float = 2.0
     on_stats: Callable[['PlaybackStats'], None] | None = None  # called about once a second
 
 
@@ -110,6 +118,9 @@ class PlaybackStats:
     failed: int
     loops: int
     span_s: float = 0.0  # wall time from the first to the last data message published
+    # Dataset seconds played per wall second over the last seconds (1.0: real
+    # time at --rate 1); None while paused or just after a start, loop or seek.
+    rtf: float | None = None
 
 
 class Player:
@@ -150,8 +161,12 @@ class Player:
         self._stats_lock = threading.Lock()
         self._counts: dict[str, int] = {}
         self._failed: dict[str, int] = {}
-        self._history: deque[tuple[float, dict[str, int]]] = deque(maxlen=5)
+        # (wall time, counts, dataset time played, pass): rates and the real-time factor
+        self._history: deque[tuple[float, dict[str, int], int, int]] = deque(maxlen=5)
         self._played_ns = 0
+        self._pass = 0  # bumped at every start of a pass (loop, seek)
+        self._settled = False  # discovery waited for (once, before the first pass)
+        self.discovery: discovery.Settled | None = None
         self._first_pub: float | None = None  # wall times of the first and last data message
         self._last_pub = 0.0
         self._lateness: list[float] | None = [] if opts.record_lateness else None
@@ -171,6 +186,13 @@ class Player:
 
     def _select(self, streams: Sequence[Stream]) -> list[Stream]:
         opts = self.options
+        # A name the episode lacks is a typo, not a wish for nothing (as `convert`).
+        # /clock is no data topic, but naming it is no mistake either.
+        known = {s.topic for s in streams} | {'/clock'}
+        unknown = [t for t in [*(opts.topics or ()), *opts.exclude] if t not in known]
+        if unknown:
+            raise ReactRosError(f'{self.episode.path}: no such topic in the episode: '
+                                f'{", ".join(unknown)} (it has {", ".join(sorted(known))})')
         chosen = []
         for s in streams:
             if s.role is Role.ROBOT_STATE and not opts.publish_robot_state:
@@ -246,17 +268,24 @@ class Player:
             now = time.monotonic()
             counts = dict(self._counts)
             rates = {t: 0.0 for t in counts}
+            rtf = None
             if self._history:
-                then, old = self._history[0]
+                then, old, _, _ = self._history[0]
                 if now - then > 0.2:
                     rates = {t: (counts[t] - old.get(t, 0)) / (now - then) for t in counts}
+                # the real-time factor within the current pass only: a loop or a
+                # seek moves the dataset time without playing it
+                same = [h for h in self._history if h[3] == self._pass]
+                if same and now - same[0][0] > 0.2:
+                    rtf = max(0.0, (self._played_ns - same[0][2]) / 1e9 / (now - same[0][0]))
             topics = {t: TopicStats(counts[t], self._failed[t], rates[t]) for t in counts}
             played = self._played_ns
             span = self._last_pub - self._first_pub if self._first_pub is not None else 0.0
         t = self.timeline
-        return PlaybackStats(topics, played, t.t_end - t.t0, t.rate, t.paused,
+        paused = t.paused
+        return PlaybackStats(topics, played, t.t_end - t.t0, t.rate, paused,
                              sum(counts.values()), sum(s.failed for s in topics.values()), t.loops,
-                             span)
+                             span, None if paused else rtf)
 
     # --- the publishing thread -------------------------------------------------
 
@@ -277,11 +306,11 @@ class Player:
             if self.options.delay_s > 0:
                 self.timeline.sleep(self.options.delay_s)
             self._play()
-            if not self.timeline.stopped:
-                self._flush()
         finally:
             self.stop()
             self.timeline.finish_steps()
+            # also after Ctrl-C: what went out should arrive
+            self._flush()
             if keyboard is not None:
                 keyboard.stop()
             spinner.join(2.0)
@@ -350,12 +379,18 @@ class Player:
         self._publish_clock(from_ns)
         its, readers = self._iterators(from_ns)
         try:
+            if not self._settled:  # while the video readers open and decode ahead
+                self._settled = True
+                self._wait_for_discovery(from_ns)
             merged = merge(its)
             # The merge needs every stream's first message: wait for the video
             # readers to open and decode theirs before the clock starts, or the
             # first frames of every pass would go out late.
             first = next(merged, None)
             timeline.start_pass(from_ns)
+            with self._stats_lock:
+                self._pass += 1
+                self._played_ns = from_ns - timeline.t0
             for ev in itertools.chain([] if first is None else [first], merged):
                 if ev.t_ns > timeline.limit_ns:
                     return tl.END
@@ -411,17 +446,62 @@ class Player:
         except _rclpy.RCLError:
             pass  # best effort by design; the next tick carries the time again
 
+    def _wait_for_discovery(self, clock_ns: int) -> None:
+        """Hold the timeline (and /clock at `clock_ns`) until discovery settles, bounded."""
+        bound = self.options.wait_for_subscribers_s
+        if bound <= 0:
+            return
+        pubs = [(pub, s.msg_type, pub.qos_profile) for s in self.streams
+                for pub in [self._publishers[s.topic]]]
+        pubs = list({id(p[0]): p for p in pubs}.values())
+        if self._clock_pub is not None:
+            pubs.append((self._clock_pub, 'rosgraph_msgs/msg/Clock', qos.CLOCK))
+        last_tick = -math.inf
+
+        def hold_clock() -> None:
+            nonlocal last_tick
+            now = time.monotonic()
+            if now - last_tick >= self.timeline.tick_s:
+                last_tick = now
+                self._publish_clock(clock_ns)
+        probe = discovery.GraphProbe(self.node, pubs)
+        import os
+        if os.environ.get('REACT_ROS_DEBUG_DISCOVERY'):
+            inner = probe; t0 = time.monotonic(); last = [None]
+            def probe():
+                snap = inner()
+                if snap.signature != last[0]:
+                    last[0] = snap.signature
+                    sys.stderr.write(f'DEBUG +{time.monotonic() - t0:.3f} nodes={len(snap.signature[0])} subs={sum(x[1] for x in snap.signature[1:])} matched={sum(x[2] for x in snap.signature[1:])} unmatched={len(snap.unmatched)}\n')
+                return snap
+        self.discovery = discovery.settle(probe, 10.0, 3.0,
+                                          on_poll=hold_clock, sleep=self.timeline.sleep)
+        if self.discovery.unmatched and not self.timeline.stopped:
+            sys.stderr.write(f'warning: after {bound:g} s, not every subscription is matched '
+                             f'yet on {", ".join(self.discovery.unmatched)}; playing anyway\n')
+
     def _flush(self) -> None:
-        # Reliable messages still in flight are lost when the node goes away.
-        deadline = time.monotonic() + 2.0
-        for pub in self._publishers.values():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return
+        """Wait, bounded, until reliable subscribers acknowledged what was published.
+
+        With asynchronous publishing the last messages may still sit in the
+        writer's queue; they are lost when the node goes away.
+        """
+        bound = self.options.wait_for_acks_s
+        if bound <= 0 or not self.node.context.ok():
+            return
+        deadline = time.monotonic() + bound
+        late = []
+        for topic, pub in self._publishers.items():
+            # past the deadline, still look (timeout 0) so the warning is right
+            left = max(0.0, deadline - time.monotonic())
             try:
-                pub.wait_for_all_acked(Duration(nanoseconds=int(left * 1e9)))
-            except Exception:  # an rmw without acks: nothing to wait for
+                if not pub.wait_for_all_acked(Duration(nanoseconds=int(left * 1e9))):
+                    late.append(self._out_topic(topic))
+            except Exception:  # an rmw without acknowledgements: nothing to wait for
                 pass
+        if late:
+            sys.stderr.write(f'warning: not acknowledged by every reliable subscriber '
+                             f'within {bound:g} s: {", ".join(late)}\n')
 
     # --- progress --------------------------------------------------------------
 
@@ -438,7 +518,7 @@ class Player:
         self._last_progress = now
         with self._stats_lock:
             if not self._history or now - self._history[-1][0] >= 0.5:
-                self._history.append((now, dict(self._counts)))
+                self._history.append((now, dict(self._counts), self._played_ns, self._pass))
         stats = self.stats()
         if self.options.on_stats is not None and (final or now - self._last_on_stats >= 1.0):
             self._last_on_stats = now
@@ -448,6 +528,8 @@ class Player:
         state = 'paused ' if stats.paused else 'playing'
         line = (f'[{state}] {stats.played_ns / 1e9:8.3f} / {stats.total_ns / 1e9:.3f} s'
                 f'  rate {stats.rate:.2f}  msgs {stats.published}')
+        if stats.rtf is not None:
+            line += f'  real-time factor {stats.rtf:.2f}'
         if stats.failed:
             line += f'  dropped {stats.failed}'
         self._line.show(line, force=final)
@@ -480,6 +562,9 @@ def _check_options(opts: PlayOptions) -> None:
         raise ReactRosError('--playback-duration must be positive')
     if opts.clock_hz < 0:
         raise ReactRosError(f'--clock must not be negative, not {opts.clock_hz}')
+    if not (opts.wait_for_subscribers_s >= 0 and math.isfinite(opts.wait_for_subscribers_s)):
+        raise ReactRosError('--wait-for-subscribers must be a number of seconds >= 0, '
+                            f'not {opts.wait_for_subscribers_s}')
     for src, dst in opts.remap.items():
         if not src.startswith('/') or not dst.startswith('/'):
             raise ReactRosError(f'--remap {src}:={dst}: both topics must be absolute')

@@ -1,0 +1,295 @@
+"""Where every writer puts what it makes: checked first, written aside, renamed into place.
+
+The promise (README, "Bad input"): a refused, failed or interrupted write leaves nothing
+behind and touches nothing of the user's. Bags, samples and convert-all go through here:
+
+    out = output_path(raw, option='-o/--output', inputs=[episode.path])  # refusals
+    with staged(out, overwrite=..., ours=is_react_ros_bag, noun='react_ros bag') as tmp:
+        ...fill the directory tmp...
+    # out is complete now; after an exception, SIGTERM, SIGINT or SIGHUP nothing is left
+
+Next to OUT while a write is under way (hidden, one <token> per write):
+    .OUT.<token>.partial/   what is being written; renamed to OUT on success
+    .OUT.<token>.lock       react_ros's marker with the writer's pid, flock-held by it
+    .OUT.<token>.old        the output being replaced, for the moment of the swap
+SIGKILL cannot be cleaned up after, so the next staged() to OUT (or remove_stale) removes
+the partials whose lock nobody holds; a live writer holds its lock, and something
+without our lock is not provably ours and is never touched.
+"""
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from react_ros.errors import SinkError
+
+MARKER = 'react_ros partial output'
+# The signals that mean "stop" and can be caught; each becomes an Interrupted.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_LOCK = re.compile(r'\.(?P<name>.+)\.(?P<token>[0-9a-f]{8})\.lock')
+
+
+class Interrupted(KeyboardInterrupt):
+    """A stop signal during a write: a KeyboardInterrupt, so Ctrl-C cleanup code runs too."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def output_path(raw: str | os.PathLike[str], *, option: str,
+                inputs: Iterable[str | os.PathLike[str]] = ()) -> Path:
+    """`raw` as an absolute path, or SinkError if writing there could harm something.
+
+    Refused: an empty name (Path('') would be the current directory), a path that
+    is, is inside or holds one of `inputs` (writing would change them; the line
+    names the input, as input errors do), and the current directory or one that
+    holds it (it would be moved away under the shell).
+    """
+    if not os.fspath(raw):
+        raise SinkError(f'{option}: is empty; name the folder to write')
+    out = Path(os.path.abspath(raw))  # '.', '..', 'x/' get a real name
+    real = out.resolve()  # symlinks are followed to compare with what they point at
+    for inp in inputs:
+        src = Path(inp).resolve()
+        if real == src:
+            raise SinkError(f'{inp}: is the input, it cannot be the output ({option}) too')
+        if src in real.parents or real in src.parents:
+            where = 'is inside' if src in real.parents else 'holds'
+            raise SinkError(f'{inp}: the output {out} {where} this input; '
+                            'write the output elsewhere')
+    cwd = Path.cwd().resolve()
+    if real == cwd or real in cwd.parents:
+        raise SinkError(f'{out}: is or holds the current directory; name a new folder')
+    return out
+
+
+def check_replaceable(out: Path, *, overwrite: bool = False,
+                      ours: Callable[[Path], bool] | None = None,
+                      noun: str = 'react_ros output') -> None:
+    """SinkError unless `out` is free: absent, an empty folder, or (with `overwrite`) ours.
+
+    `ours(path)` says whether a path is a previous output of this writer; without it
+    nothing existing and non-empty is ever replaced.
+    """
+    if not os.path.lexists(out) or _empty_dir(out):
+        return
+    mine = not out.is_symlink() and ours is not None and ours(out)
+    if mine and not overwrite:
+        raise SinkError(f'{out}: exists already, not overwriting (use --overwrite)')
+    if not mine:
+        what = f'is not a {noun}' if ours is not None else 'is not empty'
+        raise SinkError(f'{out}: exists already and {what}, not overwriting it')
+
+
+@contextmanager
+def staged(out: Path, *, overwrite: bool = False, ours: Callable[[Path], bool] | None = None,
+           noun: str = 'react_ros output') -> Iterator[Path]:
+    """Yield a new hidden directory to fill; rename it to `out` when the block succeeds.
+
+    `out` comes from output_path. On any exception or stop signal the directory,
+    its lock and the parent folders made for it are removed and the exception goes
+    on (a signal as Interrupted). A previous output is replaced (see
+    check_replaceable) only once the new one is complete, in one rename.
+    """
+    out = Path(out)
+    if out.parent.is_dir():
+        remove_stale(out.parent, out.name)
+    check_replaceable(out, overwrite=overwrite, ours=ours, noun=noun)
+    with _stop_signals_raise():
+        made = _missing_parents(out)
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            lock, token = _take_lock(out)
+        except OSError as exc:
+            _quietly(lambda: _remove_parents(made))
+            raise SinkError(f'{out}: cannot create it ({exc.strerror})') from None
+        tmp = _name(out, token, 'partial')
+
+        def clean() -> None:
+            shutil.rmtree(tmp, ignore_errors=True)
+            _release(lock, out, token)
+            _remove_parents(made)
+
+        try:
+            tmp.mkdir()  # not mkdtemp: its 0700 would stay on the output
+            yield tmp
+            _quietly(lambda: _commit(tmp, out, token, overwrite, ours, noun))
+        except BaseException:
+            _quietly(clean)
+            raise
+        _quietly(lambda: _release(lock, out, token))
+
+
+def remove_stale(folder: Path, name: str | None = None) -> list[Path]:
+    """Remove what killed react_ros writers left in `folder` (for output `name`, or any).
+
+    Only partials whose lock file is react_ros's and held by no process go; an
+    output that was moved aside to be replaced goes back if nothing took its place.
+    Returns the outputs whose leftovers were removed.
+    """
+    done = []
+    for lock_path in sorted(Path(folder).glob('.*.lock')):
+        m = _LOCK.fullmatch(lock_path.name)
+        if m is None or (name is not None and m['name'] != name):
+            continue
+        try:
+            fd = os.open(lock_path, os.O_RDWR)
+        except OSError:  # gone meanwhile (its writer finished, or another run cleaned it)
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # fails while its writer lives
+            # An empty lock is a writer between creating and marking it, not a dead one.
+            if _marker(os.read(fd, 4096)) != MARKER:
+                continue
+            out = Path(folder) / m['name']
+            old = _name(out, m['token'], 'old')
+            if os.path.lexists(old) and not os.path.lexists(out):
+                os.replace(old, out)  # killed mid-swap: the previous output is whole
+            _remove(old)
+            shutil.rmtree(_name(out, m['token'], 'partial'), ignore_errors=True)
+            lock_path.unlink(missing_ok=True)
+            done.append(out)
+        except OSError:
+            continue  # held, or not ours to change: leave it as it is
+        finally:
+            os.close(fd)
+    return done
+
+
+def _marker(data: bytes) -> object:
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        return None
+    return doc.get('marker') if isinstance(doc, dict) else None
+
+
+def _name(out: Path, token: str, suffix: str) -> Path:
+    return out.parent / f'.{out.name}.{token}.{suffix}'
+
+
+def _take_lock(out: Path) -> tuple[int, str]:
+    """A new lock file next to `out`, created, locked, then marked (remove_stale's order)."""
+    while True:
+        token = secrets.token_hex(4)
+        path = _name(out, token, 'lock')
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            continue
+        if os.path.lexists(_name(out, token, 'partial')):  # someone else's, without a lock
+            os.close(fd)
+            path.unlink()
+            continue
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.write(fd, json.dumps({'marker': MARKER, 'pid': os.getpid(),
+                                 'host': socket.gethostname()}).encode() + b'\n')
+        return fd, token
+
+
+def _release(fd: int, out: Path, token: str) -> None:
+    _name(out, token, 'lock').unlink(missing_ok=True)  # unlinked while still locked
+    os.close(fd)
+
+
+def _commit(tmp: Path, out: Path, token: str, overwrite: bool,
+            ours: Callable[[Path], bool] | None, noun: str) -> None:
+    check_replaceable(out, overwrite=overwrite, ours=ours, noun=noun)  # may have appeared
+    old = None
+    try:
+        if os.path.lexists(out) and not _empty_dir(out):  # an empty folder is renamed over
+            old = _name(out, token, 'old')
+            os.replace(out, old)
+        try:
+            os.replace(tmp, out)
+        except OSError:
+            if old is not None:
+                os.replace(old, out)
+            raise
+    except OSError as exc:
+        raise SinkError(f'{out}: cannot put it in place ({exc.strerror})') from None
+    if old is not None:
+        _remove(old)
+
+
+def _empty_dir(path: Path) -> bool:
+    if path.is_symlink() or not path.is_dir():
+        return False
+    with os.scandir(path) as it:
+        return next(it, None) is None
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    elif os.path.lexists(path):
+        path.unlink()
+
+
+def _missing_parents(out: Path) -> list[Path]:
+    """The folders above `out` that do not exist, deepest first."""
+    missing = []
+    p = out.parent
+    while not p.exists() and p != p.parent:
+        missing.append(p)
+        p = p.parent
+    return missing
+
+
+def _remove_parents(made: list[Path]) -> None:
+    for p in made:
+        try:
+            p.rmdir()
+        except OSError as exc:  # not empty: something else writes there now; keep it
+            if exc.errno != errno.ENOENT:
+                break
+
+
+def _quietly(action: Callable[[], object]) -> None:
+    """Run `action` with the stop signals held back, so cleanup or a commit is never cut."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        action()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+@contextmanager
+def _stop_signals_raise() -> Iterator[None]:
+    """Make SIGTERM and SIGHUP raise Interrupted like SIGINT does, for the block.
+
+    Only the main thread can set handlers (writers run there, convert-all's worker
+    processes too); a signal the process ignores (`nohup`, `&`) stays ignored.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise Interrupted(signum)
+
+    previous = {}
+    for s in STOP_SIGNALS:
+        current = signal.getsignal(s)
+        if current in (signal.SIG_DFL, signal.default_int_handler):
+            previous[s] = signal.signal(s, handler)
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+__all__ = ['Interrupted', 'check_replaceable', 'output_path', 'remove_stale', 'staged']
