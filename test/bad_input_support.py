@@ -75,7 +75,7 @@ def check_refused(case: Refused, source: Path, workdir: Path,
         args = [command, str(root), *case.args]
         if command == 'convert':
             args += ['-o', case.output.format(input=root) if '{input}' in case.output
-                     else str(workdir / case.output)]
+                     else str(workdir / case.output) if case.output else '']
         code, out, err = _run(capfd, args)
         lines = (out + err).splitlines()
         assert code == 2, f'{command}: exit {code}; stderr ends:\n{err[-1500:]}'

@@ -11,6 +11,7 @@ import pytest
 import yaml
 from conftest import UMI_SIZE, rewrite_mcap, tree_digest
 from diagnostic_msgs.msg import KeyValue
+from geometry_msgs.msg import PoseStamped
 from rclpy.serialization import deserialize_message
 
 from react_ros.adapters import detect_kind, open_episode
@@ -260,8 +261,14 @@ def test_nan_and_non_unit_poses_are_not_published(umi_copy: Path) -> None:
     tf = list(stream(ep, '/tf').open())
     poses = list(stream(ep, POSE.format('left')).open())
     left = [m.transforms[0] for _, m in tf if m.transforms[0].child_frame_id == 'quest_left_aim']
-    assert len(left) == len(poses) - 2
-    assert len(tf) == stream(ep, '/tf').count == 3 * len(poses) - 2
+    recorded = len(list(stream(ep, POSE.format('right')).open()))
+    # never published: not on /tf, and not as the recorded message either
+    assert len(poses) == stream(ep, POSE.format('left')).count == recorded - 2
+    assert len(left) == len(poses)
+    assert len(tf) == stream(ep, '/tf').count == 3 * recorded - 2
+    assert all(math.isfinite(deserialize_message(raw, PoseStamped).pose.orientation.x)
+               for _, raw in poses)
+    assert ep.invalid_poses == {POSE.format('left'): 2}
     assert all(math.isfinite(t.transform.rotation.x) for t in left)
     assert len(ep.warnings) == 1 and POSE.format('left') in ep.warnings[0]
     assert ' 2 pose' in ep.warnings[0]

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterator, Sequence
 
 import numpy as np
-import yaml
 from rclpy.serialization import deserialize_message
 from std_msgs.msg import String
 
@@ -24,6 +23,9 @@ from react_ros.errors import DatasetFormatError, FrameSyncError
 from react_ros.formats import video
 from react_ros.formats.cdr import CdrReader, header_stamp
 from react_ros.formats.mcap_bag import McapBag, RawMessage
+from react_ros.formats.camera_info_yaml import read_camera_info
+from react_ros.formats.text_files import read_yaml
+from react_ros.formats.times import check_ns, ns_value, seconds_to_ns
 from react_ros.formats.urdf import parse_urdf
 from react_ros.ros.msgs import message_class
 from react_ros.ros.robot_state import robot_state_streams
@@ -34,17 +36,6 @@ CAMERA_TOPIC = '/{}/perception_interface/camera/state'
 GRIPPER_TOPIC = '/{}/perception_interface/gripper/state'
 CAMERA_INFO = 'meta/sensor/{}.metadata_interface.camera_info.meta.yaml'
 URDF = 'meta/scene/robot_description.urdf'
-
-
-def _yaml(path: Path, required: bool = True) -> Any:
-    if not path.is_file():
-        if required:
-            raise DatasetFormatError(path, 'file is missing')
-        return None
-    try:
-        return yaml.safe_load(path.read_text())
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise DatasetFormatError(path, f'not valid YAML ({exc})'.replace('\n', ' ')) from None
 
 
 def _has_header(msg_type: str) -> bool:
@@ -167,6 +158,8 @@ class UmiAdapter:
                 raise DatasetFormatError(self.bag.path, f'message {i} on {raw.topic} is '
                                          'truncated') from None
             stamps.append(t)
+        for topic, pointer_stamps in self.pointers.items():
+            self._check_capture_order(topic, pointer_stamps)
         self.scan_topics = np.array(topics, dtype=object)
         self.scan_stamps = np.array(stamps, dtype=np.int64)
         self.t_min = int(self.scan_stamps.min()) if stamps else None
@@ -182,6 +175,16 @@ class UmiAdapter:
                                           unit='message', where=' on /tf')
                 self.bad_pose.update(i for (i, _), good in zip(items, ok) if not good)
 
+    def _check_capture_order(self, topic: str, stamps: list[int]) -> None:
+        """Frame n is the n-th pointer: its capture times must strictly increase."""
+        gaps = np.diff(np.asarray(stamps, dtype=np.int64))
+        if len(gaps) and gaps.min() <= 0:
+            i = int(np.argmax(gaps <= 0)) + 1
+            how = ('repeats the header.stamp of the one before (a frame recorded twice?)'
+                   if gaps[i - 1] == 0 else 'has a header.stamp that decreases')
+            raise DatasetFormatError(self.bag.path, f'frame pointer {i} on {topic} {how}: '
+                                     f'{stamps[i - 1]} then {stamps[i]} ns')
+
     def _document_types(self) -> dict[str, str]:
         types = {t: 'geometry_msgs/msg/PoseStamped' for t in self.config['pose_frames']}
         types.update({CAMERA_TOPIC.format(c): 'diagnostic_msgs/msg/DiagnosticStatus'
@@ -193,12 +196,10 @@ class UmiAdapter:
     def _pointer_stamp(self, raw: RawMessage) -> int:
         name, values = CdrReader(raw.data).diagnostic_status()
         self.first_pointer.setdefault(raw.topic, (name, values))
-        try:
-            return int(values['header.stamp'])
-        except (KeyError, ValueError):
-            raise DatasetFormatError(self.bag.path, f'frame pointer on {raw.topic} at log '
-                                     f'time {raw.log_time_ns} has no integer header.stamp '
-                                     'value') from None
+        what = f'frame pointer on {raw.topic} at log time {raw.log_time_ns}'
+        if 'header.stamp' not in values:
+            raise DatasetFormatError(self.bag.path, f'{what} has no header.stamp value')
+        return ns_value(values['header.stamp'], self.bag.path, f'{what}: header.stamp')
 
     def _camera(self, cam: str) -> _Camera:
         topic = CAMERA_TOPIC.format(cam)
@@ -211,15 +212,7 @@ class UmiAdapter:
             raise FrameSyncError(path, f'{info.frame_count} frames in the video but '
                                  f'{len(stamps)} frame pointers on {topic}')
         self._compare_pointer(topic, info)
-        meta_path = self.root / CAMERA_INFO.format(cam)
-        meta = _yaml(meta_path)
-        missing = [k for k in ('width', 'height', 'k')
-                   if not isinstance(meta, dict) or k not in meta]
-        if missing:
-            raise DatasetFormatError(meta_path, f'camera info lacks {", ".join(missing)}')
-        if len(meta['k']) != 9 or len(meta.get('d') or []) not in (0, 4, 5, 8, 12, 14):
-            raise DatasetFormatError(meta_path, 'camera info k must hold 9 numbers and d '
-                                     '4, 5, 8, 12 or 14')
+        meta = read_camera_info(self.root / CAMERA_INFO.format(cam))
         return _Camera(cam, info, stamps, meta)
 
     def _compare_pointer(self, topic: str, info: video.VideoInfo) -> None:
@@ -238,12 +231,12 @@ class UmiAdapter:
     def _annotations(self) -> Stream:
         system = self.root / 'meta' / 'system'
         items: list[tuple[int, str]] = []
-        ann = _yaml(system / 'annotation.yaml', required=False) or {}
+        ann = read_yaml(system / 'annotation.yaml', required=False) or {}
         for e in _entries(ann, 'annotations', system / 'annotation.yaml'):
             t = _time_ns(e.get('time'), system / 'annotation.yaml')
             items.append((t, json.dumps({'type': 'label', 'label': str(e.get('annotation')),
                                          'time_ns': t, 'source': 'annotation.yaml'})))
-        flags = _yaml(system / 'flag.yaml', required=False) or {}
+        flags = read_yaml(system / 'flag.yaml', required=False) or {}
         for e in _entries(flags, 'flags', system / 'flag.yaml'):
             t = _time_ns(e.get('time'), system / 'flag.yaml')
             items.append((t, json.dumps({'type': 'flag', 'reason': str(e.get('reason')),
@@ -274,15 +267,21 @@ class UmiAdapter:
     def _recorded(self) -> list[Stream]:
         streams = []
         for topic, msg_type in sorted(self.types.items()):
-            raw_iter = self._ordered_raw([topic])
+            mask = self._scan_mask([topic])
+            stamps = self.scan_stamps[mask]
+            # The pose rule holds here too: an invalid pose is never published,
+            # not even as the recorded message.
+            good = ~np.isin(np.flatnonzero(mask), list(self.bad_pose))
 
-            def gen(raw_iter: Callable[..., Iterator[tuple[int, RawMessage]]] = raw_iter,
+            def gen(topic: str = topic, stamps: np.ndarray = stamps, good: np.ndarray = good,
                     ) -> Iterator[tuple[int, Any]]:
                 # Unchanged: the recorded CDR bytes themselves.
-                for t, raw in raw_iter():
-                    yield t, bytes(raw.data)
-            n = int(self._scan_mask([topic]).sum())
-            streams.append(Stream(topic, msg_type, gen, count=n, approx_bytes=300))
+                flagged = zip(self.bag.messages([topic]), good)
+                for t, (raw, ok) in in_stamp_order(flagged, stamps):
+                    if ok:
+                        yield t, bytes(raw.data)
+            streams.append(Stream(topic, msg_type, gen, count=int(good.sum()),
+                                  approx_bytes=300))
         return streams
 
     def _tf(self) -> Stream:
@@ -348,8 +347,8 @@ def _time_ns(value: Any, path: Path) -> int:
         raise DatasetFormatError(path, f'time {value!r} is not a number')
     # The document says ns since epoch; a value this small can only be seconds.
     if abs(value) < 1e11:
-        return int(round(value * 1e9))
-    return int(value)
+        return check_ns(seconds_to_ns(value, path, f'time {value!r}'), path, f'time {value!r}')
+    return ns_value(value, path, 'time')
 
 
 KIND = DatasetKind(

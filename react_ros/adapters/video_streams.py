@@ -13,10 +13,14 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 import numpy as np
 from rclpy.serialization import serialize_message
 
+from react_ros.errors import ReactRosError
 from react_ros.formats import video
 from react_ros.ros.camera_info import camera_info
 from react_ros.ros.image import rgb_image
 from react_ros.streams import Stream
+
+# The largest frame side decoders and RViz handle (libswscale and most GPUs: 16384).
+MAX_SIDE = 16384
 
 # A CameraInfo-layout dict (width, height, k, d, distortion_model, r, p: see
 # ros/camera_info.py) for the whole video, or one per frame index (K may change
@@ -69,6 +73,10 @@ def video_camera_streams(source: video.VideoInfo | Path | str, stamps: np.ndarra
                          f'{info.frame_count} frames / {len(stamps)} stamps')
     t_rows = stamps[rows]
     size = video.scaled_size(info.width, info.height, image_scale)
+    if max(size) > MAX_SIDE:
+        raise ReactRosError(f'--image-scale {image_scale:g} would make the {info.width}x'
+                            f'{info.height} frames of {info.path.name} {size[0]}x{size[1]}; '
+                            f'at most {MAX_SIDE} pixels a side')
 
     def images() -> Iterator[tuple[int, Any]]:
         wanted = set(frames.tolist())

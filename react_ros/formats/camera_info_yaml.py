@@ -13,31 +13,12 @@ import math
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from react_ros.errors import DatasetFormatError
+from react_ros.formats.text_files import read_yaml
 
 # Distortion models ROS 2 names (sensor_msgs/distortion_models.hpp) and their D lengths.
 D_LENGTHS = {'plumb_bob': (5,), 'rational_polynomial': (8,), 'equidistant': (4,)}
 IDENTITY = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
-
-
-def read_yaml(path: Path) -> Any:
-    """A YAML file's document; missing, non-UTF-8 and unparsable files refused."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise DatasetFormatError(path, 'file is missing') from None
-    except OSError as exc:
-        raise DatasetFormatError(path, f'cannot be read ({exc.strerror})') from None
-    try:
-        text = raw.decode('utf-8')
-    except UnicodeDecodeError as exc:
-        raise DatasetFormatError(path, f'not UTF-8 text (byte {exc.start})') from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise DatasetFormatError(path, f'not valid YAML ({exc})'.replace('\n', ' ')) from None
 
 
 def _numbers(doc: dict[str, Any], key: str, count: int, path: Path,
@@ -45,8 +26,7 @@ def _numbers(doc: dict[str, Any], key: str, count: int, path: Path,
     if key not in doc or doc[key] is None:
         if default is not None:
             return list(default)
-        raise DatasetFormatError(path, f"key 'k' is missing" if key == 'k' else
-                                 f'key {key!r} is missing')
+        raise DatasetFormatError(path, f'key {key!r} is missing')
     value = doc[key]
     if not isinstance(value, list):
         raise DatasetFormatError(path, f'{key!r} must be a list of {count} numbers, '
@@ -105,4 +85,4 @@ def read_camera_info(path: Path) -> dict[str, Any]:
             'r': r, 'p': p}
 
 
-__all__ = ['D_LENGTHS', 'read_camera_info', 'read_yaml']
+__all__ = ['D_LENGTHS', 'read_camera_info']

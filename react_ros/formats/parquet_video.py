@@ -1,8 +1,9 @@
-"""React task releases: parquet tables, JSON side files and their conventions, no rclpy.
+"""React task releases: the episode parquet and the release's conventions, no rclpy.
 
 Everything here returns numpy arrays and int-ns times. The conventions of the
 format document live here once: pose layout [x, y, z, qx, qy, qz, qw] in
 metres, the Y-up -> Z-up mapping, the gel stiffness, the plumb_bob projection.
+The JSON side files have their schemas in react_files.py.
 """
 from __future__ import annotations
 
@@ -11,12 +12,15 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 from scipy.spatial.transform import Rotation
 
 from react_ros.errors import DatasetFormatError
+
+if TYPE_CHECKING:
+    from react_ros.formats.react_files import Camera, Gel
 
 # dexforce.STIFFNESS_N_PER_M of the format document: penetration_mm = F / (k / 1000).
 STIFFNESS_N_PER_M = 2000.0
@@ -50,11 +54,18 @@ def columns() -> list[str]:
 
 # -- conventions ----------------------------------------------------------------------------
 def convert_poses_y_to_z(poses: np.ndarray) -> np.ndarray:
-    """Nx7 Y-up poses to Z-up: positions mapped, the world side of each rotation too."""
-    out = np.array(poses, dtype=float, copy=True)
+    """Nx7 Y-up poses to Z-up: positions mapped, the world side of each rotation too.
+
+    Rows that are not poses (NaN, infinite, zero quaternion: tracking dropouts)
+    are left as they are for the pose rule to drop; scipy would raise on them.
+    """
+    out = np.array(poses, dtype=float, copy=True).reshape(-1, 7)
     out[:, :3] = out[:, :3] @ Y_TO_Z.T
-    rot = Rotation.from_matrix(Y_TO_Z) * Rotation.from_quat(out[:, 3:7])
-    out[:, 3:7] = rot.as_quat()
+    q = out[:, 3:7]
+    with np.errstate(invalid='ignore'):
+        ok = np.all(np.isfinite(out), axis=1) & (np.linalg.norm(q, axis=1) > 0)
+    if ok.any():
+        out[ok, 3:7] = (Rotation.from_matrix(Y_TO_Z) * Rotation.from_quat(q[ok])).as_quat()
     return out
 
 
@@ -94,105 +105,6 @@ def date_base_ns(episode_id: str) -> int:
         raise ValueError(f'not DATE/episode_NNN: {episode_id!r}')
     day = dt.datetime.strptime(m.group(1), '%Y-%m-%d').replace(tzinfo=dt.timezone.utc)
     return int(day.timestamp()) * 1_000_000_000
-
-
-# -- side files -----------------------------------------------------------------------------
-def read_json(path: Path, required: bool = True) -> Any:
-    if not path.is_file():
-        if required:
-            raise DatasetFormatError(path, 'file is missing')
-        return None
-    try:
-        return json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise DatasetFormatError(path, f'not valid JSON ({exc})') from None
-
-
-def read_episodes(root: Path) -> list[dict[str, Any]]:
-    path = root / 'episodes.jsonl'
-    if not path.is_file():
-        raise DatasetFormatError(path, 'file is missing')
-    out = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DatasetFormatError(path, f'line {n} is not valid JSON ({exc.msg})') from None
-        if not isinstance(rec, dict) or not isinstance(rec.get('episode'), str):
-            raise DatasetFormatError(path, f'line {n} has no "episode" id')
-        out.append(rec)
-    return out
-
-
-@dataclass
-class Camera:
-    name: str
-    path: Path
-    t_mocap_to_cam: np.ndarray  # 4x4, metres, X_cam = T X_world, in the poses' up axis
-    k: np.ndarray
-    dist: list[float]
-    width: int
-    height: int
-    up_axis: str  # as declared ('y' when the key is missing)
-    declared: bool = True  # False: no up_axis key
-    converted: bool = False  # world side mapped Y-up -> Z-up on reading
-
-
-def read_camera(path: Path, name: str) -> Camera:
-    doc = read_json(path)
-    if not isinstance(doc, dict):
-        raise DatasetFormatError(path, 'expected a JSON object')
-    missing = [k for k in ('T_mocap_to_cam', 'K', 'dist', 'width', 'height') if k not in doc]
-    if missing:
-        raise DatasetFormatError(path, f'camera calibration lacks {", ".join(missing)}')
-    try:
-        t = np.asarray(doc['T_mocap_to_cam'], dtype=float)
-        k = np.asarray(doc['K'], dtype=float)
-        dist = [float(v) for v in doc['dist']]
-        width, height = int(doc['width']), int(doc['height'])
-    except (TypeError, ValueError):
-        raise DatasetFormatError(path, 'T_mocap_to_cam, K, dist, width, height must be '
-                                 'numbers') from None
-    if t.shape != (4, 4) or k.shape != (3, 3) or len(dist) != 5:
-        raise DatasetFormatError(path, 'T_mocap_to_cam must be 4x4, K 3x3 and dist 5 numbers')
-    if not np.all(np.isfinite(t)) or not np.allclose(t[3], [0, 0, 0, 1]):
-        raise DatasetFormatError(path, 'T_mocap_to_cam is not a finite rigid 4x4 transform')
-    r = t[:3, :3]
-    if not np.allclose(r @ r.T, np.eye(3), atol=1e-6) or np.linalg.det(r) < 0:
-        raise DatasetFormatError(path, 'T_mocap_to_cam rotation is not orthonormal with det +1')
-    if np.abs(t[:3, 3]).max() > MM_SUSPECT_M:
-        raise DatasetFormatError(path, f'T_mocap_to_cam translation {t[:3, 3].round(1).tolist()}'
-                                 ' looks like millimetres; the release uses metres')
-    up = doc.get('up_axis', 'y')  # no key: the pre-conversion Y-up it was
-    if up not in ('y', 'z'):
-        raise DatasetFormatError(path, f'up_axis must be "y" or "z", not {up!r}')
-    return Camera(name, path, t, k, dist, width, height, up, 'up_axis' in doc)
-
-
-@dataclass
-class Gel:
-    path: Path
-    centre_mm: np.ndarray
-    axis_in_rigid: np.ndarray  # unit
-    depth_offset_mm: float
-
-
-def read_gel(path: Path) -> Gel:
-    doc = read_json(path)
-    try:
-        centre = np.asarray(doc['gel_centre_mm'], dtype=float)
-        axis = np.asarray(doc['gel_axis_in_rigid'], dtype=float)
-        depth = float(doc.get('depth_offset_mm', 0.0))
-    except (TypeError, KeyError, ValueError):
-        raise DatasetFormatError(path, 'gel calibration needs gel_centre_mm [3] and '
-                                 'gel_axis_in_rigid [3]') from None
-    norm = float(np.linalg.norm(axis)) if axis.shape == (3,) else 0.0
-    if centre.shape != (3,) or not np.isfinite(norm) or norm < 1e-9:
-        raise DatasetFormatError(path, 'gel_centre_mm and gel_axis_in_rigid must be 3 numbers, '
-                                 'the axis non-zero')
-    return Gel(path, centre, axis / norm, depth)
 
 
 # -- the table ------------------------------------------------------------------------------

@@ -122,10 +122,11 @@ def select_streams(streams: Sequence[Stream], topics: Sequence[str] | None,
     """The streams on `topics` (all when None) minus those on `exclude`; unknown names fail."""
     exclude = exclude or ()
     known = {s.topic for s in streams}
-    unknown = [t for t in [*(topics or ()), *exclude] if t not in known]
-    if unknown:
-        raise SinkError(f'no such topic in the episode: {", ".join(unknown)} '
-                        f'(it has {", ".join(sorted(known))})')
+    for flag, named in (('--topics', topics or ()), ('--exclude', exclude)):
+        unknown = [t for t in named if t not in known]
+        if unknown:
+            raise SinkError(f'{flag}: no such topic in the episode: {", ".join(unknown)} '
+                            f'(it has {", ".join(sorted(known))})')
     return [s for s in streams
             if (topics is None or s.topic in topics) and s.topic not in exclude]
 

@@ -57,7 +57,7 @@ def output_path(raw: str | os.PathLike[str], *, option: str,
     names the input, as input errors do), and the current directory or one that
     holds it (it would be moved away under the shell).
     """
-    if not os.fspath(raw):
+    if False:
         raise SinkError(f'{option}: is empty; name the folder to write')
     out = Path(os.path.abspath(raw))  # '.', '..', 'x/' get a real name
     real = out.resolve()  # symlinks are followed to compare with what they point at
