@@ -231,7 +231,8 @@ def _play(episode, args: argparse.Namespace, show_rates: bool = False) -> int:
 
 
 def cmd_play(args: argparse.Namespace) -> int:
-    return _play(_open(args), args)
+    # opened by the player, once its DDS participant is up (discovery runs meanwhile)
+    return _play(lambda: _open(args), args)
 
 
 def _cache_dir() -> Path:
@@ -258,7 +259,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     else:
         print(f'react-ros demo: reusing {episode}', file=sys.stderr)
     options = EpisodeOptions(episode=kind.demo_episode)
-    return _play(open_episode(episode, args.kind, options), args, show_rates=True)
+    return _play(lambda: open_episode(episode, args.kind, options), args, show_rates=True)
 
 
 COMMANDS = {'info': cmd_info, 'play': cmd_play, 'convert': cmd_convert,

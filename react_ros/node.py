@@ -17,6 +17,7 @@ The node is named react_ros_player; `-r __node:=NAME` renames it (and its servic
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -122,13 +123,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     rclpy.init(args=['player', *ros_args], signal_handler_options=SignalHandlerOptions.NO)
     node = None
     try:
+        since = time.monotonic()  # the DDS participant comes up with the first node
         node = Node('react_ros_player')
         p = declare_parameters(node)
         if not p['episode']:
             raise ReactRosError("parameter 'episode' is required (--ros-args -p episode:=PATH)")
         kind = resolve_kind(Path(p['episode']), p['kind'] or None)
         episode = open_episode(Path(p['episode']), kind.name, episode_options(p, kind))
-        player = Player(episode, play_options(p), node=node)
+        player = Player(episode, play_options(p), node=node, since=since)
         freeze_heap()
         return player.run()
     except ReactRosError as err:

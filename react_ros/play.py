@@ -3,12 +3,19 @@ react_ros's drop-in robot_state_publisher in its own process."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import time
+from typing import Callable
+
+import rclpy
+from rclpy.context import Context
+from rclpy.signals import SignalHandlerOptions
 
 from react_ros.adapters.base import Episode
 from react_ros.progress import Progress
 from react_ros.ros.state_publisher import start_state_publisher
-from react_ros.sinks.live import PlaybackStats, Player, PlayOptions
+from react_ros.sinks.live import PlaybackStats, Player, PlayOptions, player_node
 from react_ros.sinks.tuning import freeze_heap, tune_for_playback
 
 
@@ -44,16 +51,31 @@ class RateTable:
         self.progress.close()
 
 
-def play_episode(episode: Episode, args: argparse.Namespace, *, show_rates: bool = False) -> int:
+def play_episode(episode: Episode | Callable[[], Episode], args: argparse.Namespace, *,
+                 show_rates: bool = False) -> int:
+    """Play `episode`, or the one `episode()` opens.
+
+    The player's DDS participant comes up first, so that discovering the
+    subscribers already running (sinks/discovery.py: up to one announcement
+    period of theirs) goes on while the episode opens and the state publisher
+    starts, instead of after.
+    """
     table = RateTable() if show_rates else None
     options = play_options(args, table)
-    rsp = None
-    if episode.urdf and not args.no_state_publisher:
-        rsp = start_state_publisher(episode.urdf, source=episode.path)
+    state_publisher_env = dict(os.environ)  # it keeps its own DDS and allocator defaults
+    tune_for_playback()
+    context = Context()
+    rclpy.init(args=[], context=context, signal_handler_options=SignalHandlerOptions.NO)
+    node = rsp = None
     try:
-        # after the state publisher started: it keeps its own DDS and allocator defaults
-        tune_for_playback()
-        player = Player(episode, options)
+        since = time.monotonic()
+        node = player_node(options.node_name, context)
+        if callable(episode):
+            episode = episode()
+        if episode.urdf and not args.no_state_publisher:
+            rsp = start_state_publisher(episode.urdf, source=episode.path,
+                                        env=state_publisher_env)
+        player = Player(episode, options, node=node, since=since)
         freeze_heap()
         return player.run()
     finally:
@@ -61,3 +83,6 @@ def play_episode(episode: Episode, args: argparse.Namespace, *, show_rates: bool
             table.close()
         if rsp is not None:
             rsp.stop()
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown(context=context)

@@ -36,6 +36,7 @@ class Refused:
     commands: tuple[str, ...] = ('info', 'convert')
     # where convert writes, relative to the test's folder ({input} = the input)
     output: str = 'out/bag'
+    target: str = ''  # the path the commands are given, relative to the input ('' = itself)
 
 
 @dataclass(frozen=True)
@@ -61,18 +62,24 @@ def _run(capfd: pytest.CaptureFixture[str], args: list[str]) -> tuple[int, str, 
     return code, out, err
 
 
-def check_refused(case: Refused, source: Path, workdir: Path,
-                  capfd: pytest.CaptureFixture[str]) -> None:
-    """Break a copy of `source` in `workdir` with the case and check every command refuses it."""
+def _broken_copy(breaker: Breaker | None, source: Path, workdir: Path) -> Path:
     import shutil
     root = workdir / 'input' / source.name
     shutil.copytree(source, root)
-    if case.breaker is not None:
-        case.breaker(root)
+    if breaker is not None:
+        breaker(root)
+    return root
+
+
+def check_refused(case: Refused, source: Path, workdir: Path,
+                  capfd: pytest.CaptureFixture[str]) -> None:
+    """Break a copy of `source` in `workdir` with the case and check every command refuses it."""
+    root = _broken_copy(case.breaker, source, workdir)
     before = tree_digest(root)
     listing = _tree(workdir)
+    here = sorted(p.name for p in Path.cwd().iterdir())
     for command in case.commands:
-        args = [command, str(root), *case.args]
+        args = [command, str(root / case.target) if case.target else str(root), *case.args]
         if command == 'convert':
             args += ['-o', case.output.format(input=root) if '{input}' in case.output
                      else str(workdir / case.output) if case.output else '']
@@ -90,16 +97,13 @@ def check_refused(case: Refused, source: Path, workdir: Path,
         for word in case.words:
             assert word in line, line
         assert _tree(workdir) == listing, f'{command} left or removed files'
+        assert sorted(p.name for p in Path.cwd().iterdir()) == here, f'{command} wrote in .'
         assert tree_digest(root) == before, f'{command} changed the input'
 
 
 def check_accepted(case: Accepted, source: Path, workdir: Path,
                    capfd: pytest.CaptureFixture[str]) -> None:
-    import shutil
-    root = workdir / 'input' / source.name
-    shutil.copytree(source, root)
-    if case.breaker is not None:
-        case.breaker(root)
+    root = _broken_copy(case.breaker, source, workdir)
     before = tree_digest(root)
     bag = workdir / 'bag'
     code, out, err = _run(capfd, ['convert', str(root), *case.args, '-o', str(bag), '-q'])

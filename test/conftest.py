@@ -61,10 +61,12 @@ def tree_digest(root: Path) -> dict[str, str]:
             for p in sorted(root.rglob('*')) if p.is_file()}
 
 
-def rewrite_mcap(path: Path, edit: Callable[[str, Any], Any | None]) -> None:
+def rewrite_mcap(path: Path, edit: Callable[[str, Any], Any | None] | None = None,
+                 schema_names: dict[str, str] | None = None) -> None:
     """Rewrite a ROS 2 MCAP in place, passing each deserialised message through `edit`.
 
-    `edit(topic, msg)` returns the message to keep (possibly changed) or None to drop it.
+    `edit(topic, msg)` returns the message to keep (possibly changed) or None to drop it;
+    without it the recorded bytes are copied. `schema_names` renames schemas.
     """
     from mcap.reader import make_reader
     from mcap.writer import Writer
@@ -81,16 +83,22 @@ def rewrite_mcap(path: Path, edit: Callable[[str, Any], Any | None]) -> None:
         channel_ids: dict[int, int] = {}
         for schema, channel, message in reader.iter_messages(log_time_order=True):
             if schema.id not in schema_ids:
-                schema_ids[schema.id] = writer.register_schema(schema.name, schema.encoding,
-                                                               schema.data)
+                schema_ids[schema.id] = writer.register_schema(
+                    (schema_names or {}).get(schema.name, schema.name), schema.encoding,
+                    schema.data)
             if channel.id not in channel_ids:
                 channel_ids[channel.id] = writer.register_channel(
                     channel.topic, channel.message_encoding, schema_ids[schema.id],
                     channel.metadata)
-            msg = edit(channel.topic, deserialize_message(message.data,
-                                                          message_class(schema.name)))
-            if msg is not None:
-                writer.add_message(channel_ids[channel.id], message.log_time,
-                                   serialize_message(msg), message.publish_time)
+            if edit is None:
+                data = message.data
+            else:
+                msg = edit(channel.topic, deserialize_message(message.data,
+                                                              message_class(schema.name)))
+                if msg is None:
+                    continue
+                data = serialize_message(msg)
+            writer.add_message(channel_ids[channel.id], message.log_time, data,
+                               message.publish_time)
         writer.finish()
     tmp.replace(path)

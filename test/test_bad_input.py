@@ -115,30 +115,7 @@ def _pointer_without_stamp(ep: Path) -> None:
 
 
 def _rename_schema(old: str, new: str) -> Callable[[Path], None]:
-    def breaker(ep: Path) -> None:
-        from mcap.reader import make_reader
-        from mcap.writer import Writer
-        path = ep / MCAP
-        tmp = path.with_suffix('.tmp')
-        with path.open('rb') as src, tmp.open('wb') as dst:
-            reader = make_reader(src)
-            writer = Writer(dst)
-            writer.start(profile='ros2', library='test')
-            schemas: dict[int, int] = {}
-            channels: dict[int, int] = {}
-            for schema, channel, message in reader.iter_messages(log_time_order=True):
-                if schema.id not in schemas:
-                    schemas[schema.id] = writer.register_schema(
-                        new if schema.name == old else schema.name, schema.encoding, schema.data)
-                if channel.id not in channels:
-                    channels[channel.id] = writer.register_channel(
-                        channel.topic, channel.message_encoding, schemas[schema.id],
-                        channel.metadata)
-                writer.add_message(channels[channel.id], message.log_time, message.data,
-                                   message.publish_time)
-            writer.finish()
-        tmp.replace(path)
-    return breaker
+    return lambda ep: rewrite_mcap(ep / MCAP, schema_names={old: new})
 
 
 def _corrupt_chunk(ep: Path) -> None:

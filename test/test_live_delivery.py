@@ -117,8 +117,19 @@ def _play_everything_while_busy(episode, tmp_path: Path, extra: list[str]) -> No
         code = stop(player) if player is not None else 0
         listener.close()
     assert code == 0, log.read_text()
-    short = {t: f'{got[t]} of {n}' for t, n in expected.items() if got[t] != n}
+    short = {t: f'{got[t]} of {n}{_which(listener.msgs[t], episode, t)}'
+             for t, n in expected.items() if got[t] != n}
     assert not short, f'lost messages: {short}; player log: {log.read_text()}'
+
+
+def _which(received, episode, topic: str) -> str:
+    """Where the received messages of `topic` start and end within the episode."""
+    from react_ros.ros.msgs import to_ns
+    stamps = [to_ns(m.header.stamp) for m in received if hasattr(m, 'header')]
+    if not stamps:
+        return ''
+    return (f' (received {(min(stamps) - episode.start_ns) / 1e9:.3f} s to '
+            f'{(max(stamps) - episode.start_ns) / 1e9:.3f} s of {episode.duration_ns / 1e9:.3f})')
 
 
 def test_umi_every_message_arrives_on_a_busy_machine(umi_episode: Path, tmp_path: Path) -> None:

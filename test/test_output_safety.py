@@ -37,9 +37,14 @@ def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str
 
 def _start(*args: str, cwd: Path | None = None) -> subprocess.Popen[str]:
     # SIGINT as at a terminal, even when the suite runs where it is ignored (`cmd &`).
+    ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
     return subprocess.Popen([*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=dict(os.environ), cwd=cwd,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                            preexec_fn=_default_sigint if ignored else None)
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _listing(root: Path) -> list[str]:
@@ -64,13 +69,13 @@ def _mcap_bytes(folder: Path) -> int:
     return sum(f.stat().st_size for p in _partials(folder) for f in p.glob('*.mcap'))
 
 
-def _refused(proc: subprocess.CompletedProcess[str], *words: str) -> str:
-    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+def _refused(proc: subprocess.CompletedProcess[str], *words: str, case: str = '') -> str:
+    assert proc.returncode == 2, (case, proc.returncode, proc.stdout, proc.stderr)
     lines = proc.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith('error: '), proc.stderr
+    assert len(lines) == 1 and lines[0].startswith('error: '), (case, proc.stderr)
     assert 'Traceback' not in proc.stderr
     for word in words:
-        assert word in lines[0], lines[0]
+        assert word in lines[0], (case, lines[0])
     return lines[0]
 
 
@@ -120,10 +125,10 @@ def _run_cases(work: Path, cases: dict, command: list[str]) -> None:
         return _cli(*command, *[a.format(w=work) for a in args],
                     cwd=Path(cwd.format(w=work)) if cwd else work)
     with ThreadPoolExecutor(max(4, os.cpu_count() or 1)) as pool:
-        done = dict(zip(cases, pool.map(run, cases)))
+        done = dict(zip(cases, pool.map(run, cases), strict=True))
     for case, proc in done.items():
         words = cases[case][2]
-        line = _refused(proc, *words)
+        line = _refused(proc, *words, case=case)
         if '-o' not in words and 'DIR' not in words:  # it names the input, or what is in the way
             assert str(work) in line, (case, line)
     assert _listing(work) == listing and tree_digest(work) == before
@@ -318,17 +323,25 @@ def test_a_writer_killed_mid_swap_gets_the_previous_output_back(tmp_path: Path) 
     (old / 'previous').write_text('whole')
     (tmp_path / '.out.0000000a.partial').mkdir()
     _dead_lock(tmp_path, 'out', '0000000a')
-    with pytest.raises(SinkError, match='exists already and is not empty'):
-        with staged(tmp_path / 'out'):
-            pass
+    with pytest.raises(SinkError, match='exists already and is not empty'), \
+            staged(tmp_path / 'out'):
+        pass
     assert sorted(p.name for p in tmp_path.iterdir()) == ['out']
     assert (tmp_path / 'out' / 'previous').read_text() == 'whole'
 
 
 def test_a_failure_removes_the_parents_it_made(tmp_path: Path) -> None:
     (tmp_path / 'a').mkdir()
-    with pytest.raises(RuntimeError):
-        with staged(tmp_path / 'a' / 'b' / 'c' / 'out') as tmp:
-            (tmp / 'half').write_text('x')
-            raise RuntimeError('disk on fire')
+    with pytest.raises(RuntimeError), staged(tmp_path / 'a' / 'b' / 'c' / 'out') as tmp:
+        (tmp / 'half').write_text('x')
+        raise RuntimeError('disk on fire')
     assert _listing(tmp_path) == ['a']
+
+
+def test_a_full_disk_is_a_one_line_refusal(tmp_path: Path) -> None:
+    import errno
+    with pytest.raises(SinkError, match=r'out: cannot be written \(No space left on device\)'), \
+            staged(tmp_path / 'new' / 'out') as tmp:
+        (tmp / 'half').write_text('x')
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    assert list(tmp_path.iterdir()) == []

@@ -19,6 +19,8 @@ THIRD_PARTY = {
     'mcap': ('python3-mcap-pip', 'mcap'),
     'mcap_ros2': ('python3-mcap-ros2-support-pip', 'mcap-ros2-support'),
     'pyarrow': ('python3-pyarrow', 'pyarrow'),
+    'zstandard': ('python3-zstandard', 'zstandard'),
+    'h5py': ('python3-h5py', 'h5py'),
 }
 # The rest are ROS 2 packages, named as their Python packages are.
 ROS_REQUIREMENTS = ROOT / 'requirements' / 'ros-kilted.txt'

@@ -159,6 +159,50 @@ def _second_episode(root: Path) -> None:
     path.write_text(path.read_text() + json.dumps(first) + '\n')
 
 
+def _world_frame(key: str, value: Any) -> Callable[[Path], None]:
+    """Set one key of the parquet's twm.world_frame declaration."""
+    def breaker(root: Path) -> None:
+        def edit(table: Any) -> Any:
+            world = json.loads(table.schema.metadata[b'twm.world_frame'])
+            world[key] = value
+            return table.replace_schema_metadata({b'twm.world_frame': json.dumps(world)})
+        rewrite_parquet(root, edit)
+    return breaker
+
+
+def _split(**entry: Any) -> Callable[[Path], None]:
+    return _write('splits.json', json.dumps({EPISODE: entry}).encode())
+
+
+def _listed_twice(root: Path) -> None:
+    path = root / 'episodes.jsonl'
+    path.write_text(path.read_text() * 2)
+
+
+def _force_null(root: Path) -> None:
+    _column('force_left_normal_n', lambda o: [None if i == 5 else x for i, x in enumerate(o)]
+            )(root)
+
+
+def _camera_k(k: list[list[float]]) -> Callable[[Path], None]:
+    return _json_set(CAM, 'K', k)
+
+
+def _camera_at_other_size(root: Path) -> None:
+    def edit(d: Any) -> None:
+        d['K'] = [[300.0, 0, 160.0], [0, 300.0, 120.0], [0, 0, 1]]
+        d['width'], d['height'] = 320, 240
+    edit_json(root / 'calibration/cameras/left.json', edit)
+
+
+def _camera_at_other_aspect(root: Path) -> None:
+    # 16:9 against the videos' 4:3: the video could be a crop, no scaling of K is right
+    def edit(d: Any) -> None:
+        d['K'] = [[300.0, 0, 160.0], [0, 300.0, 90.0], [0, 0, 1]]
+        d['width'], d['height'] = 320, 180
+    edit_json(root / 'calibration/cameras/left.json', edit)
+
+
 ID = ('--episode', EPISODE)
 MM = ('millimetres',)
 REFUSED = [
@@ -187,7 +231,7 @@ REFUSED = [
     Refused('episode length a string', _episode_record('length', '29'), 'episodes.jsonl',
             ("'length'", 'integer', "'29'"), ID),
     Refused('episode length wrong', _episode_record('length', 31), 'episodes.jsonl',
-            ('31', '29 rows'), ID),
+            ('31', '59 rows'), ID),
     Refused('world offset of 2', _episode_record('world_frame_offset', [0.0, 1.0]),
             'episodes.jsonl', ("'world_frame_offset'", '3'), ID),
     Refused('info.json missing', _delete('meta/info.json'), '', ('not',), ID),
@@ -219,7 +263,8 @@ REFUSED = [
         ('999',), ID),
     # the parquet: typed columns checked for their type, not coerced
     Refused('parquet of text', _write(PARQUET, b'PAR1 not really'), PARQUET, ('parquet',), ID),
-    Refused('pose column of strings', _column('object_pose', lambda o: [str(x) for x in o]),
+    Refused('pose column of strings', _column('object_pose', lambda o: [str(x) for x in o],
+                                              __import__('pyarrow').string()),
             PARQUET, ('object_pose',), ID),
     Refused('is_new as strings', _column('tactile_left_is_new',
                                          lambda o: ['true' if x else 'false' for x in o],
@@ -235,6 +280,42 @@ REFUSED = [
             ('timestamp',), ID),
     Refused('episode after 2038', _move_episode(AFTER_2038), 'episodes.jsonl', ('2038',),
             ('--episode', AFTER_2038)),
+    # added with the React side-file schemas (react_ros/formats/react_files.py)
+    Refused('gel json not utf-8', _write(GEL, b'{"gel_centre_mm": "\xff"}'), GEL, ('UTF-8',),
+            ID),
+    Refused('gel depth offset a string', _json_set(GEL, 'depth_offset_mm', '-5'), GEL,
+            ("'depth_offset_mm'", "'-5'"), ID),
+    Refused('info fps a string', _json_set('meta/info.json', 'fps', '30'), 'meta/info.json',
+            ("'fps'", "'30'"), ID),
+    Refused('episode index a string', _episode_record('episode_index', '0'), 'episodes.jsonl',
+            ("'episode_index'", 'integer'), ID),
+    Refused('episode listed twice', _listed_twice, 'episodes.jsonl', ('line 2', 'twice'), ID),
+    Refused('episode before 1970', _move_episode('1969-12-31/episode_000'), 'episodes.jsonl',
+            ('1970',), ('--episode', '1969-12-31/episode_000')),
+    Refused('camera K last row not 0 0 1', _camera_k([[150, 0, 80], [0, 150, 60], [0, 0, 2]]),
+            CAM, ('K', '[0, 0, 1]'), ID),
+    Refused('camera K of another image size',
+            _camera_k([[600, 0, 320], [0, 600, 240], [0, 0, 1]]), CAM,
+            ('principal point', '160x120'), ID),
+    Refused('splits guard a boolean', _split(held_out=[[40, 50]], guard_frames=True),
+            'splits.json', ("'guard_frames'", 'True'), ID),
+    Refused('splits guard shorter than the window',
+            _split(held_out=[[40, 50]], guard_frames=15, max_train_window=32), 'splits.json',
+            ("'guard_frames' 15", "'max_train_window' 32"), ID),
+    Refused('bad frame a boolean', _write('bad_frames.json', json.dumps(
+        {EPISODE: [{'frame': True, 'reason': 'spike'}]}).encode()), 'bad_frames.json',
+        ("'frame'", 'True'), ID),
+    Refused('timestamps as integer ns', _column(
+        'timestamp', lambda o: [int(round(x * 1e9)) for x in o], __import__('pyarrow').int64()),
+        PARQUET, ('timestamp', 'int64'), ID),
+    Refused('null in a force column', _force_null, PARQUET,
+            ('force_left_normal_n', 'null', 'row 5'), ID),
+    Refused('world frame declares wxyz', _world_frame('quaternion_order', 'wxyz'), PARQUET,
+            ('quaternion_order', 'wxyz'), ID),
+    Refused('calibrated at another aspect ratio', _camera_at_other_aspect,
+            'calibration/cameras/left.json', ('aspect',), ID),
+    Refused('tactile latency beyond the table', None, '--tactile-latency', ('1000', '59 rows'),
+            ('--episode', EPISODE, '--tactile-latency', '1000')),
     # options
     Refused('image scale 1e6', None, '--image-scale', ('1e+06',),
             ('--episode', EPISODE, '--image-scale', '1e6')),
@@ -254,15 +335,83 @@ REFUSED = [
 ]
 
 
-def _camera_at_other_size(root: Path) -> None:
-    def edit(d: Any) -> None:
-        d['K'] = [[300.0, 0, 160.0], [0, 300.0, 120.0], [0, 0, 1]]
-        d['width'], d['height'] = 320, 240
-    edit_json(root / 'calibration/cameras/left.json', edit)
+def _release_y_up_with_a_dropout(root: Path) -> None:
+    """The whole release as recorded, Y-up (poses and cameras), one sensor_left row NaN."""
+    from scipy.spatial.transform import Rotation
+
+    from react_ros.formats.parquet_video import Y_TO_Z
+    world_z = np.eye(4)
+    world_z[:3, :3] = Y_TO_Z
+    for cam in ('left', 'middle', 'right'):
+        edit_json(root / f'calibration/cameras/{cam}.json', lambda d: d.update(
+            T_mocap_to_cam=(np.array(d['T_mocap_to_cam']) @ world_z).tolist(), up_axis='y'))
+
+    def edit(table: Any) -> Any:
+        for name in ('sensor_left_pose', 'sensor_right_pose', 'object_pose',
+                     'force_left_target_pose', 'force_right_target_pose'):
+            p = np.asarray(table.column(name).to_pylist())
+            p[:, :3] = p[:, :3] @ Y_TO_Z
+            p[:, 3:7] = (Rotation.from_matrix(Y_TO_Z.T) * Rotation.from_quat(p[:, 3:7])).as_quat()
+            if name == 'sensor_left_pose':
+                p[7, 3:7] = math.nan  # a tracking dropout
+            table = replace_column(table, name, p.tolist())
+        world = json.loads(table.schema.metadata[b'twm.world_frame'])
+        world['up_axis'] = 'y'
+        return table.replace_schema_metadata({b'twm.world_frame': json.dumps(world)})
+    rewrite_parquet(root, edit)
+
+
+def _nan_force_on_a_fresh_row(root: Path) -> None:
+    def values(old: np.ndarray) -> list[float]:
+        fresh = np.flatnonzero(_fresh(root, 'left'))
+        f = old.astype(float)
+        f[fresh[2]] = math.nan
+        return f.tolist()
+    _column('force_left_normal_n', values)(root)
+
+
+def _fresh(root: Path, side: str) -> np.ndarray:
+    import pyarrow.parquet as pq
+    return np.asarray(pq.read_table(root / PARQUET).column(f'tactile_{side}_is_new'))
+
+
+def _counts(bag: Path) -> dict[str, int]:
+    from rosbags.highlevel import AnyReader
+    with AnyReader([bag]) as reader:
+        out: dict[str, int] = {}
+        for conn, _, _ in reader.messages():
+            out[conn.topic] = out.get(conn.topic, 0) + 1
+    return out
+
+
+def _one_pose_fewer(bag: Path) -> None:
+    n = _counts(bag)
+    assert n['/sensor_left/pose'] == n['/sensor_right/pose'] - 1, n
+
+
+def _one_force_fewer(bag: Path) -> None:
+    n = _counts(bag)
+    assert n['/sensor_left/force'] == n['/sensor_left/force_target'] - 1, n
+
+
+def _no_right_touch(bag: Path) -> None:
+    n = _counts(bag)
+    assert '/sensor_right/force' not in n and n['/sensor_left/force'] > 0, n
 
 
 ACCEPTED = [
     Accepted('calibrated at another size', _camera_at_other_size, ('left.json', 'scaled'), ID),
+    # A Y-up table is converted row by row; a dropout row is dropped as it is when Z-up.
+    Accepted('Y-up release with a NaN pose row', _release_y_up_with_a_dropout,
+             ('sensor_left_pose', '1 pose(s) not published', 'NaN'), ID, _one_pose_fewer),
+    Accepted('NaN force on a fresh row', _nan_force_on_a_fresh_row,
+             ('force_left_normal_n', 'NaN', '1 fresh row'), ID, _one_force_fewer),
+    Accepted('tactile never fresh', _column('tactile_right_is_new', lambda o: [False] * len(o)),
+             ('tactile_right_is_new', 'every row'), ID, _no_right_touch),
+    Accepted('fingerprint unusable', _world_frame('fingerprint', {'sensor': 'middle'}),
+             ('fingerprint', 'not used'), ID),
+    Accepted('splits without this episode', _write('splits.json', b'{}'),
+             ('splits.json', 'no entry', EPISODE), ID),
 ]
 
 

@@ -72,6 +72,18 @@ def test_report_fails_where_the_data_disagrees_with_the_stiffness(root: Path,
     assert re.search(r'^FAIL penetration_mm', out, re.M), out
 
 
+def test_report_fails_where_is_new_was_coerced(root: Path, tmp_path: Path) -> None:
+    """is_new strings read as all true (the old coercion): refused at read now, and the
+    report itself would not say PASS on such a column (it disagrees with source_frame)."""
+    copy = Path(shutil.copytree(root, tmp_path / 'release'))
+    rewrite_parquet(copy, lambda t: replace_column(t, 'tactile_left_is_new',
+                                                   [True] * t.num_rows))
+    out = _info(copy)
+    assert 'conformance: FAIL' in out
+    assert re.search(r'^FAIL tactile_\*_is_new agrees with force_\*_source_frame', out, re.M), out
+    assert 'stale rows published as fresh' in out
+
+
 def test_react_options_reach_the_adapter(root: Path) -> None:
     n = len(column(root, 'timestamp'))
     segments = json.loads((root / 'segments.json').read_text())[EPISODE]

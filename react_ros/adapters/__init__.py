@@ -12,7 +12,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping
 
-from react_ros.adapters import react, umi
+from react_ros.adapters import objects, react, robotwin, truetrace, umi
 from react_ros.adapters.base import DatasetKind, Episode, EpisodeOptions
 from react_ros.errors import DatasetFormatError, ReactRosError
 from react_ros.options import Option, options_of
@@ -20,6 +20,9 @@ from react_ros.options import Option, options_of
 BUILTIN = (
     umi.KIND,
     react.KIND,
+    objects.KIND,
+    truetrace.KIND,
+    robotwin.KIND,
 )
 
 _KINDS: dict[str, DatasetKind] = {}

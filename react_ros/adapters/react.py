@@ -21,13 +21,17 @@ from std_msgs.msg import String
 from react_ros.adapters.base import DatasetKind, Episode, EpisodeOptions
 from react_ros.adapters.poses import NON_UNIT, ZERO_QUATERNION, PosePolicy, PoseRule
 from react_ros.adapters.video_streams import video_camera_streams
-from react_ros.errors import DatasetFormatError, FrameSyncError
+from react_ros.errors import DatasetFormatError, FrameSyncError, ReactRosError
 from react_ros.formats import video
 from react_ros.formats.parquet_video import (
     FINGERPRINT_TOLERANCE_PX, MAX_QUAT_NORM_ERROR, MM_SUSPECT_M, POSE_COLUMNS, SIDES,
-    VIEWS, Camera, Gel, Table, convert_calibration_y_to_z, convert_poses_y_to_z, date_base_ns,
-    fingerprint_error_px, read_camera, read_episodes, read_gel, read_json, read_table)
+    VIEWS, Table, convert_calibration_y_to_z, convert_poses_y_to_z, date_base_ns,
+    fingerprint_error_px, fingerprint_problem, read_table)
 from react_ros.formats.react_conformance import conformance_report
+from react_ros.formats.react_files import (Camera, Gel, episode_record, read_bad_frames,
+                                           read_camera, read_episode_lines, read_gel, read_info,
+                                           read_segments, read_split)
+from react_ros.formats.times import check_ns
 from react_ros.options import KindOptions, at_least, option
 from react_ros.ros.msgs import stamp
 from react_ros.ros.tf import tf_message, transform_stamped
@@ -85,12 +89,14 @@ class ReactAdapter:
         if not self.probe(self.root):
             raise DatasetFormatError(self.root, 'not a React release root (needs '
                                      'episodes.jsonl and meta/info.json)')
+        read_info(self.root, self.warnings)
         self.episode_id = self._episode_id()
         date, name = self.episode_id.split('/')
         table = read_table(self.root / 'data' / date / f'{name}.parquet')
-        if self.record.get('length') is not None and self.record['length'] != table.n:
-            raise DatasetFormatError(table.path, f'{table.n} rows but episodes.jsonl says '
-                                     f'{self.episode_id} has {self.record["length"]}')
+        if self.record.length is not None and self.record.length != table.n:
+            raise DatasetFormatError(self.root / 'episodes.jsonl', f'line {self.record.line}: '
+                                     f"'length' is {self.record.length} but "
+                                     f'{table.path.relative_to(self.root)} has {table.n} rows')
         if table.n == 0:
             raise DatasetFormatError(table.path, 'table has no rows')
         t_ns = self._times(table)
@@ -98,6 +104,7 @@ class ReactAdapter:
         rel = self._reconcile_up_axes(table, t_ns)
         self.rel = rel
         self.rows = self._rows(table.n)
+        self._check_latency(table)
         self._annotation_items = self._annotations(table.n)
         report = conformance_report(rel.table, rel.poses, rel.cameras, rel.gels, rel.poses_up,
                                     table.has_world_frame)
@@ -108,8 +115,10 @@ class ReactAdapter:
 
     def _episode_id(self) -> str:
         path = self.root / 'episodes.jsonl'
-        records = read_episodes(self.root)
-        ids = [r['episode'] for r in records]
+        records = read_episode_lines(self.root)
+        ids = [r['episode'] for _, r in records]
+        if not ids:
+            raise DatasetFormatError(path, 'lists no episode')
         want = self.options.episode
         if not want and len(ids) == 1:
             want = ids[0]  # a release of one episode needs no --episode
@@ -125,21 +134,30 @@ class ReactAdapter:
         if want not in ids:
             shown = ', '.join(ids[:5]) + (' ...' if len(ids) > 5 else '')
             raise DatasetFormatError(path, f'no episode {want!r} (it lists {shown or "none"})')
-        self.record = records[ids.index(want)]
+        self.record = episode_record(path, *records[ids.index(want)])
         return want
 
     def _times(self, table: Table) -> np.ndarray:
         ts = table.timestamp_s
         if not np.all(np.isfinite(ts)):
-            raise DatasetFormatError(table.path, 'column timestamp has NaN or infinite values')
+            row = int(np.argmax(~np.isfinite(ts)))
+            raise DatasetFormatError(table.path, f'column timestamp is {ts[row]} at row {row}, '
+                                     'not a finite time')
         if table.n > 1 and not np.all(np.diff(ts) > 0):
             row = int(np.argmax(np.diff(ts) <= 0)) + 1
             raise DatasetFormatError(table.path, f'column timestamp does not increase at row '
-                                     f'{row} ({ts[row - 1]!r} then {ts[row]!r})')
+                                     f'{row} ({float(ts[row - 1])!r} then {float(ts[row])!r})')
         if ts[0] < 0 or ts[-1] > 86_400:
             raise DatasetFormatError(table.path, 'column timestamp must be seconds from the '
-                                     f'episode start, found {ts[0]:.3f} .. {ts[-1]:.3f}')
-        return date_base_ns(self.episode_id) + np.round(ts * 1e9).astype(np.int64)
+                                     f'episode start (at most a day), found {ts[0]:.6g} .. '
+                                     f'{ts[-1]:.6g}')
+        # Stamps are the date + timestamp: both ends must fit a ROS 2 Time, never wrap.
+        base = check_ns(date_base_ns(self.episode_id), self.root / 'episodes.jsonl',
+                        f'line {self.record.line}: the date of episode {self.episode_id}')
+        t_ns = base + np.round(ts * 1e9).astype(np.int64)
+        check_ns(int(t_ns[-1]), table.path, f'the last row (the date of {self.episode_id} + '
+                 'column timestamp)')
+        return t_ns
 
     def _check_values(self, table: Table) -> None:
         """Millimetres and non-unit quaternions are refused; NaN rows are not published."""
@@ -159,6 +177,10 @@ class ReactAdapter:
                 raise DatasetFormatError(table.path, f'column {name}: median |position| = '
                                          f'{med:.1f}, which is millimetres; poses must be metres')
             self.pose_ok[name] = self.pose_rule.check(name, poses, table.path)
+        for s in SIDES:
+            if not table.is_new[s].any():
+                self.warnings.append(f'{table.path.name}: tactile_{s}_is_new is false on every '
+                                     f'row: no tactile_{s} image or force is published')
 
     def _reconcile_up_axes(self, table: Table, t_ns: np.ndarray) -> _Release:
         """Put poses and every calibration into Z-up together, or refuse; never mix.
@@ -177,10 +199,7 @@ class ReactAdapter:
         if not table.has_world_frame:
             self.warnings.append(f'{table.path.name}: no twm.world_frame metadata; poses taken '
                                  'as the release\'s Z-up')
-        poses_up = table.world_frame.get('up_axis', 'z')
-        if poses_up not in ('y', 'z'):
-            raise DatasetFormatError(table.path, f'twm.world_frame up_axis must be "y" or "z", '
-                                     f'not {poses_up!r}')
+        poses_up = table.world_frame.get('up_axis', 'z')  # checked by read_table
         poses = dict(table.poses)
         targets = dict(table.target)
         if poses_up == 'y':
@@ -200,9 +219,17 @@ class ReactAdapter:
                 if poses_up == 'z':
                     self.warnings.append(f'{cam.path.name}: Y-up calibration ('
                                          f'{_declared(cam)}) converted to the poses\' Z-up')
+        videos = self._videos(table)
+        for cam in cams.values():
+            _to_video_size(cam, videos[f'view_{cam.name}'], self.warnings)
         fp = table.world_frame.get('fingerprint')
+        problem = None if fp is None else fingerprint_problem(fp, table.n)
+        if problem:
+            self.warnings.append(f'{table.path.name}: twm.world_frame fingerprint {problem}; '
+                                 'not used')
+            fp = None
         checked = False
-        if isinstance(fp, dict) and fp.get('sensor') in SIDES:
+        if fp is not None:
             sensor_poses = poses[f'sensor_{fp["sensor"]}_pose']
             for cam in cams.values():
                 err = fingerprint_error_px(sensor_poses, gels[fp['sensor']], cam, fp)
@@ -216,7 +243,6 @@ class ReactAdapter:
         if not checked and any(c.converted for c in cams.values()):
             self.warnings.append('no usable projection fingerprint in twm.world_frame: the '
                                  'up-axis conversion could not be checked against the release')
-        videos = self._videos(table)
         return _Release(table, poses, targets, cams, gels, videos, t_ns, poses_up)
 
     def _videos(self, table: Table) -> dict[str, video.VideoInfo]:
@@ -234,8 +260,13 @@ class ReactAdapter:
     def _rows(self, n: int) -> np.ndarray:
         """The rows played: all, one segment, minus flagged frames."""
         rows = np.arange(n)
-        self.segments = self._intervals('segments.json', n)
-        self.bad = self._bad_frames(n)
+        segments = read_segments(self.root, self.episode_id, n)
+        bad = read_bad_frames(self.root, self.episode_id, n)
+        for name, got in (('segments.json', segments), ('bad_frames.json', bad)):
+            if got is None:
+                self.warnings.append(f'{name} is missing')
+        self.segments, self.bad = segments or [], bad or []
+        self.split = read_split(self.root, self.episode_id, n, self.warnings)
         if self.own.segment is not None:
             k = self.own.segment
             if not 0 <= k < len(self.segments):
@@ -250,47 +281,14 @@ class ReactAdapter:
             raise DatasetFormatError(self.root / 'bad_frames.json', 'no rows left to play')
         return rows
 
-    def _episode_entry(self, name: str) -> Any:
-        path = self.root / name
-        doc = read_json(path, required=False)
-        if doc is None:
-            self.warnings.append(f'{name} is missing')
-            return None
-        if not isinstance(doc, dict):
-            raise DatasetFormatError(path, 'expected a JSON object keyed by episode id')
-        return doc.get(self.episode_id)
-
-    def _interval(self, value: Any, n: int, path: Path) -> tuple[int, int]:
-        if not (isinstance(value, list) and len(value) == 2
-                and all(isinstance(v, int) and not isinstance(v, bool) for v in value)):
-            raise DatasetFormatError(path, f'{self.episode_id}: interval {value!r} is not '
-                                     '[first_row, last_row]')
-        a, b = value
-        if not 0 <= a <= b < n:
-            raise DatasetFormatError(path, f'{self.episode_id}: interval [{a}, {b}] is outside '
-                                     f'rows 0..{n - 1}')
-        return a, b
-
-    def _intervals(self, name: str, n: int) -> list[tuple[int, int]]:
-        entry = self._episode_entry(name)
-        if entry is None:
-            return []
-        if not isinstance(entry, list):
-            raise DatasetFormatError(self.root / name, f'{self.episode_id}: expected a list of '
-                                     'intervals')
-        return [self._interval(v, n, self.root / name) for v in entry]
-
-    def _bad_frames(self, n: int) -> list[tuple[int, str]]:
-        path = self.root / 'bad_frames.json'
-        entry = self._episode_entry('bad_frames.json') or []
-        out = []
-        for e in entry if isinstance(entry, list) else [None]:
-            row = e.get('frame') if isinstance(e, dict) else None
-            if not isinstance(row, int) or not 0 <= row < n:
-                raise DatasetFormatError(path, f'{self.episode_id}: entry {e!r} is not '
-                                         f'{{"frame": row in 0..{n - 1}, "reason": ...}}')
-            out.append((row, str(e.get('reason', ''))))
-        return out
+    def _check_latency(self, table: Table) -> None:
+        """A latency that pairs no played row with a tactile row would publish no touch."""
+        lat = self.own.tactile_latency
+        j = self.rows + lat
+        if not np.any((j >= 0) & (j < table.n)):
+            raise ReactRosError(f'--tactile-latency {lat}: no row i played (rows '
+                                f'{self.rows[0]}..{self.rows[-1]}) has a tactile row i{lat:+d} '
+                                f'among the {table.n} rows of {self.episode_id}')
 
     def _annotations(self, n: int) -> list[tuple[int, str]]:
         """(row, JSON) of every annotation, clipped to the rows played."""
@@ -304,18 +302,9 @@ class ReactAdapter:
                                        'start_ns': self._t(a), 'end_ns': self._t(b), **extra}))
         for k, (a, b) in enumerate(self.segments):
             interval('segment', a, b, index=k)
-        split = self._episode_entry('splits.json')
-        if split is not None:
-            path = self.root / 'splits.json'
-            if not isinstance(split, dict) or not isinstance(split.get('held_out', []), list):
-                raise DatasetFormatError(path, f'{self.episode_id}: expected {{"held_out": '
-                                         '[[a, b], ...], "guard_frames": G}')
-            guard = split.get('guard_frames', 0)
-            if not isinstance(guard, int) or guard < 0:
-                raise DatasetFormatError(path, f'{self.episode_id}: guard_frames must be a '
-                                         'non-negative integer')
-            for v in split.get('held_out', []):
-                a, b = self._interval(v, n, path)
+        if self.split is not None:
+            guard = self.split.guard_frames
+            for a, b in self.split.held_out:
                 interval('held_out', a, b, guard_frames=guard)
                 if guard and a > 0:
                     # A training window starting here would still see held-out rows.
@@ -397,9 +386,6 @@ class ReactAdapter:
     def _view(self, v: str) -> list[Stream]:
         cam = self.rel.cameras[v]
         info = self.rel.videos[f'view_{v}']
-        if (info.width, info.height) != (cam.width, cam.height):
-            self.warnings.append(f'{cam.path.name}: calibrated at {cam.width}x{cam.height}, '
-                                 f'video is {info.width}x{info.height}; K scaled to the video')
         meta = {'width': cam.width, 'height': cam.height, 'k': cam.k.ravel().tolist(),
                 'd': cam.dist, 'distortion_model': 'plumb_bob'}
         return video_camera_streams(info, self.rel.t_ns, f'/view_{v}', f'view_{v}_optical_frame',
@@ -443,7 +429,14 @@ class ReactAdapter:
             f = float(force[r + lat]) * axis
             msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z = (float(v) for v in f)
             return msg
-        ok = rows[np.isfinite(force[rows + lat])]
+        finite = np.isfinite(force[rows + lat])
+        if not finite.all():
+            # A fresh row without an estimate: no message, said rather than silent.
+            first = int(rows[~finite][0] + lat)
+            self.warnings.append(f'{self.rel.table.path.name}: force_{s}_normal_n is NaN or '
+                                 f'infinite on {int((~finite).sum())} fresh row(s) (the first '
+                                 f'row {first}); no force published for them')
+        ok = rows[finite]
         return self._rows_stream(f'/sensor_{s}/force', 'geometry_msgs/msg/WrenchStamped', ok,
                                  build)
 
@@ -463,6 +456,27 @@ class ReactAdapter:
                 yield int(t_ns[row]), String(data=text)
         return Stream('/annotations', 'std_msgs/msg/String', gen, count=len(items),
                       approx_bytes=200)
+
+
+def _to_video_size(cam: Camera, info: video.VideoInfo, warnings: list[str]) -> None:
+    """Scale K of a calibration made at another image size to the video's pixels.
+
+    Done before the fingerprint check (whose pixels are the video's), so what is
+    checked is what is published. A different aspect ratio is refused: the video
+    may be a crop, and no scaling of K would then be right.
+    """
+    size = (info.width, info.height)
+    if size == (cam.width, cam.height):
+        return
+    sx, sy = info.width / cam.width, info.height / cam.height
+    if abs(sx / sy - 1) > 0.01:
+        raise DatasetFormatError(cam.path, f'calibrated at {cam.width}x{cam.height} but '
+                                 f'{info.path.name} is {info.width}x{info.height}, another '
+                                 'aspect ratio: K cannot be scaled to it')
+    warnings.append(f'{cam.path.name}: calibrated at {cam.width}x{cam.height}, video is '
+                    f'{info.width}x{info.height}; K scaled to the video')
+    cam.k = cam.k * np.array([[sx], [sy], [1.0]])
+    cam.width, cam.height = size
 
 
 def _declared(cam: Camera) -> str:

@@ -92,7 +92,13 @@ def project(t_mocap_to_cam: np.ndarray, k: np.ndarray, dist: Sequence[float],
 def gel_centres_world(poses: np.ndarray, gel_centre_mm: Sequence[float]) -> np.ndarray:
     """The gel centre (sensor rigid frame, mm) in the world for each Nx7 pose (m)."""
     local = np.asarray(gel_centre_mm, dtype=float) / 1000.0
-    return Rotation.from_quat(poses[:, 3:7]).apply(local) + poses[:, :3]
+    poses = np.asarray(poses, dtype=float).reshape(-1, 7)
+    out = np.full((len(poses), 3), np.nan)
+    with np.errstate(invalid='ignore'):  # dropout rows stay NaN: scipy raises on them
+        ok = np.all(np.isfinite(poses), axis=1) & (np.linalg.norm(poses[:, 3:7], axis=1) > 0)
+    if ok.any():
+        out[ok] = Rotation.from_quat(poses[ok, 3:7]).apply(local) + poses[ok, :3]
+    return out
 
 
 def date_base_ns(episode_id: str) -> int:
@@ -124,35 +130,86 @@ class Table:
     has_world_frame: bool = False
 
 
+# Each column as the format document types it; a column of another type is refused,
+# never converted ("true"/"false" strings would all read as True).
+def _kinds() -> dict[str, tuple[str, Any]]:
+    import pyarrow.types as pt
+    return {'bool': ('bool', pt.is_boolean), 'integer': ('integer', pt.is_integer),
+            'float': ('floating-point', pt.is_floating)}
+
+
+def _first_null(col: Any) -> int:
+    import pyarrow.compute as pc
+    return int(pc.index(pc.is_null(col), True).as_py())
+
+
+def _typed(table: Any, name: str, path: Path, kind: str, what: str = '') -> Any:
+    """The column, combined, if it has the type `kind` and no nulls."""
+    col = table.column(name).combine_chunks()
+    label, is_kind = _kinds()[kind]
+    if not is_kind(col.type):
+        raise DatasetFormatError(path, f'column {name} is {col.type}, expected {label}{what} '
+                                 '(columns are read as typed, not converted)')
+    if col.null_count:
+        raise DatasetFormatError(path, f'column {name} has {col.null_count} null row(s), the '
+                                 f'first row {_first_null(col)}')
+    return col
+
+
+def _scalar(table: Any, name: str, path: Path, kind: str, what: str = '') -> np.ndarray:
+    return np.asarray(_typed(table, name, path, kind, what).to_numpy(zero_copy_only=False))
+
+
 def _pose_column(table: Any, name: str, path: Path) -> np.ndarray:
     import pyarrow as pa
     col = table.column(name).combine_chunks()
-    if not (pa.types.is_list(col.type) or pa.types.is_fixed_size_list(col.type)
-            or pa.types.is_large_list(col.type)):
-        raise DatasetFormatError(path, f'column {name} must hold 7-vectors, it is {col.type}')
+    t = col.type
+    if not ((pa.types.is_list(t) or pa.types.is_fixed_size_list(t) or pa.types.is_large_list(t))
+            and pa.types.is_floating(t.value_type)):
+        raise DatasetFormatError(path, f'column {name} is {t}, expected lists of 7 '
+                                 'floating-point numbers [x, y, z, qx, qy, qz, qw]')
     if col.null_count:
-        raise DatasetFormatError(path, f'column {name} has {col.null_count} null rows')
+        raise DatasetFormatError(path, f'column {name} has {col.null_count} null row(s), the '
+                                 f'first row {_first_null(col)}')
     lengths = np.asarray(pa.compute.list_value_length(col).to_numpy(zero_copy_only=False))
     if len(lengths) and not np.all(lengths == 7):
         row = int(np.argmax(lengths != 7))
         raise DatasetFormatError(path, f'column {name} row {row} holds {lengths[row]} values, '
                                  'expected 7 [x, y, z, qx, qy, qz, qw]')
-    values = np.asarray(col.flatten().to_numpy(zero_copy_only=False), dtype=float)
-    return values.reshape(-1, 7)
+    values = col.flatten()
+    if values.null_count:
+        row = _first_null(values) // 7
+        raise DatasetFormatError(path, f'column {name} row {row} holds a null value')
+    return np.asarray(values.to_numpy(zero_copy_only=False), dtype=float).reshape(-1, 7)
 
 
-def _scalar(table: Any, name: str, path: Path, dtype: Any) -> np.ndarray:
-    col = table.column(name)
-    if col.null_count:
-        raise DatasetFormatError(path, f'column {name} has {col.null_count} null rows')
+# What twm.world_frame may declare, and the only value react_ros reads poses in.
+DECLARED = {'units': 'm', 'quaternion_order': 'xyzw'}
+
+
+def _world_frame(meta: dict[bytes, bytes], path: Path) -> dict[str, Any]:
+    """The twm.world_frame declaration: poses' up axis, units and quaternion order checked."""
     try:
-        return np.asarray(col.to_numpy(), dtype=dtype)
-    except (TypeError, ValueError):
-        raise DatasetFormatError(path, f'column {name} is {col.type}, not numeric') from None
+        world = json.loads(meta[WORLD_FRAME_KEY])
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise DatasetFormatError(path, 'twm.world_frame metadata is not JSON') from None
+    if not isinstance(world, dict):
+        raise DatasetFormatError(path, 'twm.world_frame metadata is not a JSON object')
+    if world.get('up_axis', 'z') not in ('y', 'z'):
+        raise DatasetFormatError(path, f"twm.world_frame 'up_axis' must be \"y\" or \"z\", "
+                                 f'not {world["up_axis"]!r}')
+    for key, want in DECLARED.items():
+        if key in world and world[key] != want:
+            raise DatasetFormatError(path, f'twm.world_frame declares {key!r} '
+                                     f'{world[key]!r}; react_ros reads poses only as {want!r}')
+    return world
 
 
 def read_table(path: Path) -> Table:
-    """Read and shape-check one episode parquet (values are checked by the caller)."""
+    """Read one episode parquet, every column read checked for its type and shape.
+
+    Values (NaN, units, quaternion norms, time order) are checked by the caller.
+    """
     import pyarrow as pa
     import pyarrow.parquet as pq
     if not path.is_file():
@@ -160,34 +217,58 @@ def read_table(path: Path) -> Table:
     try:
         table = pq.read_table(path)
     except (pa.ArrowException, OSError) as exc:
-        raise DatasetFormatError(path, f'not a readable parquet file ({exc})') from None
+        # the path is said once, in front
+        why = str(exc).replace(f"Could not open Parquet input source '{path}': ", '')
+        raise DatasetFormatError(path, f'not a readable parquet file ({why})') from None
     missing = [c for c in columns() if c not in table.column_names]
     if missing:
         raise DatasetFormatError(path, f'missing column(s) of the format document section 2: '
                                  f'{", ".join(missing)}')
     meta = table.schema.metadata or {}
-    world: dict[str, Any] = {}
-    if WORLD_FRAME_KEY in meta:
-        try:
-            world = json.loads(meta[WORLD_FRAME_KEY])
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise DatasetFormatError(path, 'twm.world_frame metadata is not JSON') from None
-        if not isinstance(world, dict):
-            raise DatasetFormatError(path, 'twm.world_frame metadata is not a JSON object')
+    world = _world_frame(meta, path) if WORLD_FRAME_KEY in meta else {}
     return Table(
         path=path, n=table.num_rows,
-        timestamp_s=_scalar(table, 'timestamp', path, float),
+        timestamp_s=_scalar(table, 'timestamp', path, 'float', ' seconds from the episode '
+                            'start').astype(float),
         poses={c: _pose_column(table, c, path) for c in POSE_COLUMNS},
-        is_new={s: _scalar(table, f'tactile_{s}_is_new', path, bool) for s in SIDES},
-        force_n={s: _scalar(table, f'force_{s}_normal_n', path, float) for s in SIDES},
-        penetration_mm={s: _scalar(table, f'force_{s}_penetration_mm', path, float)
-                        for s in SIDES},
+        is_new={s: _scalar(table, f'tactile_{s}_is_new', path, 'bool') for s in SIDES},
+        force_n={s: _scalar(table, f'force_{s}_normal_n', path, 'float').astype(float)
+                 for s in SIDES},
+        penetration_mm={s: _scalar(table, f'force_{s}_penetration_mm', path,
+                                   'float').astype(float) for s in SIDES},
         target={s: _pose_column(table, f'force_{s}_target_pose', path) for s in SIDES},
-        source_frame={s: _scalar(table, f'force_{s}_source_frame', path, np.int64)
-                      for s in SIDES},
-        tactile={f'{s}_{k}': _scalar(table, f'tactile_{s}_{k}', path, float)
+        source_frame={s: _scalar(table, f'force_{s}_source_frame', path,
+                                 'integer').astype(np.int64) for s in SIDES},
+        tactile={f'{s}_{k}': _scalar(table, f'tactile_{s}_{k}', path, 'float').astype(float)
                  for s in SIDES for k in ('intensity', 'area', 'mixed')},
         world_frame=world, has_world_frame=WORLD_FRAME_KEY in meta)
+
+
+def fingerprint_problem(fingerprint: Any, n: int) -> str | None:
+    """Why a stored projection fingerprint cannot be used (None: it can).
+
+    Its pixels are in the videos' pixels: a calibration of another size is
+    scaled to the video before it is compared.
+    """
+    if not isinstance(fingerprint, dict):
+        return f'is {type(fingerprint).__name__}, not an object'
+    if fingerprint.get('sensor') not in SIDES:
+        return f"'sensor' must be \"left\" or \"right\", not {fingerprint.get('sensor')!r}"
+    rows = fingerprint.get('rows')
+    if not (isinstance(rows, list) and rows and all(
+            isinstance(r, int) and not isinstance(r, bool) and 0 <= r < n for r in rows)):
+        return f"'rows' must be a list of rows in 0..{n - 1}"
+    pixels = fingerprint.get('pixels')
+    if not isinstance(pixels, dict) or not set(pixels) & set(VIEWS):
+        return f"'pixels' must map {', '.join(VIEWS)} to [u, v] per row"
+    for view, uv in pixels.items():
+        try:
+            ok = np.asarray(uv, dtype=float).shape == (len(rows), 2)
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            return f"'pixels' {view!r} must hold one [u, v] per row ({len(rows)})"
+    return None
 
 
 def fingerprint_error_px(table_poses: np.ndarray, gel: Gel, cam: Camera,

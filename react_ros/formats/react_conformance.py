@@ -12,9 +12,10 @@ import numpy as np
 
 from react_ros.formats.parquet_video import (FINGERPRINT_TOLERANCE_PX, MAX_QUAT_NORM_ERROR,
                                              MM_SUSPECT_M, POSE_COLUMNS, SIDES,
-                                             STIFFNESS_N_PER_M, Camera, Gel, Table,
-                                             convert_poses_y_to_z, fingerprint_error_px,
+                                             STIFFNESS_N_PER_M, Table, convert_poses_y_to_z,
+                                             fingerprint_error_px, fingerprint_problem,
                                              gel_centres_world, project)
+from react_ros.formats.react_files import Camera, Gel
 
 ASSUMED_HZ = 30.0
 MAX_ROWS = 200  # rows projected per check: plenty for a median, cheap for long episodes
@@ -81,7 +82,7 @@ def conformance_report(table: Table, poses: dict[str, np.ndarray], cams: dict[st
          f'{_median_shift_px(ref, cams, gel, other):.0f} px')
 
     fp = table.world_frame.get('fingerprint')
-    if isinstance(fp, dict) and fp.get('sensor') in SIDES:
+    if fp is not None and fingerprint_problem(fp, table.n) is None:
         errs = [fingerprint_error_px(poses[f'sensor_{fp["sensor"]}_pose'], gels[fp['sensor']],
                                      c, fp) for c in cams.values()]
         known = [e for e in errs if e is not None]
@@ -90,7 +91,7 @@ def conformance_report(table: Table, poses: dict[str, np.ndarray], cams: dict[st
                  f'worst-camera fingerprint error {max(known):.2f} px '
                  f'(tolerance {FINGERPRINT_TOLERANCE_PX:g})')
     else:
-        lines.append('--   no projection fingerprint stored in twm.world_frame')
+        lines.append('--   no usable projection fingerprint stored in twm.world_frame')
 
     parts, would = [], []
     for s in SIDES:
@@ -104,6 +105,18 @@ def conformance_report(table: Table, poses: dict[str, np.ndarray], cams: dict[st
     line(True, 'fresh tactile (tactile_*_is_new): ' + ', '.join(parts)
          + '; force and tactile published on those rows only',
          'force averaged over every row: ' + '; '.join(would))
+
+    # is_new and force_*_source_frame say the same thing twice: a fresh row is its
+    # own source, a stale row repeats an earlier one. A flag column coerced from
+    # text ("false" read as True) makes every row fresh, and this line fails.
+    disagree, stale = 0, 0
+    for s in SIDES:
+        own = table.source_frame[s] == np.arange(table.n)
+        disagree += int((table.is_new[s] != own).sum())
+        stale += int((~own).sum())
+    line(disagree == 0, 'tactile_*_is_new agrees with force_*_source_frame (a fresh row is its '
+         f'own source) {"on every row" if not disagree else f"except on {disagree} rows"}',
+         f'is_new taken as true everywhere: {stale} stale rows published as fresh')
 
     k = STIFFNESS_N_PER_M / 1000.0
     dev_mm, stale_k, unfresh = 0.0, 0.0, 0

@@ -22,6 +22,9 @@ from react_ros.formats.parquet_video import EPISODE_ID, MM_SUSPECT_M, VIDEO_KEYS
 from react_ros.formats.text_files import read_text
 
 
+MAX_PIXELS = 1 << 16
+
+
 # -- values -----------------------------------------------------------------------------------
 def _repr(value: Any) -> str:
     text = repr(value)
@@ -34,21 +37,22 @@ def _brief(value: Any) -> str:
 
 
 def integer(value: Any, key: str, path: Path, where: str = '', least: int = 0,
-            unit: str = '') -> int:
-    """An int (not a bool, not a string of digits) >= `least`."""
+            unit: str = '', most: int | None = None) -> int:
+    """An int (not a bool, not a string of digits) in least..most."""
     what = {0: 'a non-negative integer', 1: 'a positive integer'}.get(least,
                                                                    f'an integer >= {least}')
-    if isinstance(value, bool) or not isinstance(value, int) or value < least:
-        raise DatasetFormatError(path, f'{where}{key!r} must be {what}{unit}, not {_brief(value)}')
+    what += unit + ('' if most is None else f' up to {most}')
+    if isinstance(value, bool) or not isinstance(value, int) or value < least \
+            or (most is not None and value > most):
+        raise DatasetFormatError(path, f'{where}{key!r} must be {what}, not {_brief(value)}')
     return value
 
 
-def number(value: Any, key: str, path: Path, where: str = '') -> float:
-    """A finite int or float (not a bool, not a string)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise DatasetFormatError(path, f'{where}{key!r} must hold numbers, not {_brief(value)}')
-    if not math.isfinite(value):
-        raise DatasetFormatError(path, f'{where}{key!r} must hold finite numbers, not {value}')
+def number(value: Any, key: str, path: Path, where: str = '', element: bool = False) -> float:
+    """A finite int or float (not a bool, not a string); `element`: one of a key's numbers."""
+    what = 'hold finite numbers' if element else 'be a finite number'
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise DatasetFormatError(path, f'{where}{key!r} must {what}, not {_brief(value)}')
     return float(value)
 
 
@@ -57,20 +61,21 @@ def numbers(value: Any, key: str, path: Path, shape: Sequence[int], where: str =
     """Nested lists of finite numbers of exactly `shape` (e.g. (3, 3) for K)."""
     dims = 'x'.join(map(str, shape))
 
-    def walk(v: Any, rest: Sequence[int]) -> Any:
+    def walk(v: Any, rest: Sequence[int], at: str) -> Any:
         if not rest:
-            return number(v, key, path, where)
+            return number(v, key, path, where, element=True)
         if not isinstance(v, list) or len(v) != rest[0]:
             raise DatasetFormatError(path, f'{where}{key!r} must be {dims} numbers{what}, '
-                                     f'not {_brief(v) if v is value else "a row of " + _brief(v)}')
-        return [walk(x, rest[1:]) for x in v]
-    return np.asarray(walk(value, shape), dtype=float)
+                                     f'not {at}{_brief(v)}')
+        return [walk(x, rest[1:], f'{at}[{i}] ' if at else f'with row {i} ')
+                for i, x in enumerate(v)]
+    return np.asarray(walk(value, shape, ''), dtype=float)
 
 
-def _object(doc: Any, path: Path, what: str) -> dict[str, Any]:
+def _object(doc: Any, path: Path, what: str, where: str = '') -> dict[str, Any]:
     if not isinstance(doc, dict):
-        raise DatasetFormatError(path, f'expected a JSON object ({what}), not '
-                                 f'{type(doc).__name__}')
+        raise DatasetFormatError(path, f'{where}expected a JSON object ({what}), not '
+                                 f'{_brief(doc)}')
     return doc
 
 
@@ -206,8 +211,9 @@ def read_camera(path: Path, name: str) -> Camera:
         raise DatasetFormatError(path, f"'T_mocap_to_cam' translation "
                                  f'{t[:3, 3].round(1).tolist()} looks like millimetres; the '
                                  'release uses metres')
-    width = integer(doc['width'], 'width', path, least=1, unit=' (pixels)')
-    height = integer(doc['height'], 'height', path, least=1, unit=' (pixels)')
+    # CameraInfo holds sizes in uint32; no camera of this rig is wider than 2**16.
+    width = integer(doc['width'], 'width', path, least=1, unit=' (pixels)', most=MAX_PIXELS)
+    height = integer(doc['height'], 'height', path, least=1, unit=' (pixels)', most=MAX_PIXELS)
     k = numbers(doc['K'], 'K', path, (3, 3), what=' [[fx, s, cx], [0, fy, cy], [0, 0, 1]]')
     if k[0, 0] <= 0 or k[1, 1] <= 0:
         raise DatasetFormatError(path, f"'K' focal lengths must be positive, not "
@@ -301,7 +307,7 @@ def read_split(root: Path, episode: str, n: int, warnings: list[str]) -> Split |
                             'published')
         return None
     where = f'{episode}: '
-    entry = _object(entry, path, f'{episode}: {{"held_out": [[a, b], ...], "guard_frames": G}}')
+    entry = _object(entry, path, '{"held_out": [[a, b], ...], "guard_frames": G}', where)
     held = _intervals(entry.get('held_out', []), n, path, where)
     if 'guard_frames' not in entry and held:
         warnings.append(f'{path.name}: {episode} has no guard_frames: no guard intervals '
@@ -309,11 +315,15 @@ def read_split(root: Path, episode: str, n: int, warnings: list[str]) -> Split |
     guard = integer(entry.get('guard_frames', 0), 'guard_frames', path, where)
     if 'max_train_window' in entry:
         window = integer(entry['max_train_window'], 'max_train_window', path, where, least=1)
-        if guard != window - 1:
-            # A guard shorter than the window lets training windows see held-out rows.
-            raise DatasetFormatError(path, f"{where}'guard_frames' {guard} disagrees with "
-                                     f"'max_train_window' {window} (the guard is "
-                                     'max_train_window - 1)')
+        # The format document: guard_frames = max_train_window - 1. A shorter guard lets
+        # training windows see held-out rows (refused); a longer one only wastes rows.
+        if guard < window - 1:
+            raise DatasetFormatError(path, f"{where}'guard_frames' {guard} is shorter than "
+                                     f"'max_train_window' {window} - 1: training windows "
+                                     'would see held-out rows')
+        if guard > window - 1:
+            warnings.append(f'{path.name}: {episode}: guard_frames {guard} is longer than '
+                            f'max_train_window {window} - 1')
     return Split(held, guard)
 
 
@@ -328,7 +338,7 @@ def read_bad_frames(root: Path, episode: str, n: int) -> list[tuple[int, str]] |
     out = []
     for i, e in enumerate(entry):
         where = f'{episode}: entry {i}: '
-        e = _object(e, path, f'{where}{{"frame": row, "reason": ...}}')
+        e = _object(e, path, '{"frame": row, "reason": ...}', where)
         _require(e, ('frame',), path, where)
         row = integer(e['frame'], 'frame', path, where, unit=' (a row)')
         if row >= n:

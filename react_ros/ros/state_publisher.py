@@ -22,7 +22,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
@@ -157,7 +157,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 class StatePublisherProcess:
     """Our state publisher in a subprocess; `stop()` ends it (SIGINT, then kill)."""
 
-    def __init__(self, urdf_text: str, ros_args: Sequence[str] = ()) -> None:
+    def __init__(self, urdf_text: str, ros_args: Sequence[str] = (),
+                 env: Mapping[str, str] | None = None) -> None:
         self._dir = tempfile.TemporaryDirectory(prefix='react_ros_rsp_')
         urdf = Path(self._dir.name) / 'robot_description.urdf'
         urdf.write_text(urdf_text)
@@ -166,7 +167,7 @@ class StatePublisherProcess:
                '--ready-file', str(self.ready_file)]
         if ros_args:
             cmd += ['--ros-args', *ros_args]
-        self.proc = subprocess.Popen(cmd, env=os.environ.copy())
+        self.proc = subprocess.Popen(cmd, env=dict(os.environ if env is None else env))
 
     def wait_ready(self, timeout: float = 10.0) -> bool:
         """True once the node publishes; False if it died or took longer than `timeout`."""
@@ -192,8 +193,8 @@ class StatePublisherProcess:
 
 
 def start_state_publisher(urdf_text: str, *, use_sim_time: bool = True,
-                          source: Path = Path('robot_description'),
-                          wait: float = 10.0) -> StatePublisherProcess:
+                          source: Path = Path('robot_description'), wait: float = 10.0,
+                          env: Mapping[str, str] | None = None) -> StatePublisherProcess:
     """Launch `python -m react_ros.ros.state_publisher` with this URDF and our environment.
 
     The URDF is parsed here first so a bad one raises DatasetFormatError naming
@@ -201,7 +202,8 @@ def start_state_publisher(urdf_text: str, *, use_sim_time: bool = True,
     /clock, which is what lets the node notice a loop (clock jumps back).
     """
     RobotModel.from_urdf(urdf_text, source)
-    handle = StatePublisherProcess(urdf_text, ['-p', f'use_sim_time:={str(use_sim_time).lower()}'])
+    handle = StatePublisherProcess(urdf_text, ['-p', f'use_sim_time:={str(use_sim_time).lower()}'],
+                                   env)
     if wait > 0 and not handle.wait_ready(wait):
         code = handle.stop()
         raise ReactRosError(f'{source}: the state publisher did not start (exit status {code})')

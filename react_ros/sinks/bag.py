@@ -16,7 +16,6 @@ Which rosbag2 metadata version, and why 8 (not Jazzy/Kilted's own 9):
 """
 from __future__ import annotations
 
-import errno
 import json
 import os
 from dataclasses import dataclass
@@ -48,7 +47,6 @@ PROGRESS_EVERY = 100
 CHUNK_SIZE = 4 * 1024 * 1024
 # What rmw reports for "no deadline / lifespan / lease" and rosbag2 therefore records.
 _INFINITE = {'sec': 9223372036, 'nsec': 854775807}
-_OUTPUT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG}
 _COMPRESSION = {'none': CompressionType.NONE, 'zstd': CompressionType.ZSTD,
                 'lz4': CompressionType.LZ4}
 
@@ -80,14 +78,8 @@ def write_bag(episode: Episode, out_dir: str | os.PathLike[str], *, overwrite: b
         raise SinkError(f'{out}: unknown compression {compression!r} '
                         f'(one of {", ".join(_COMPRESSION)})')
     streams = select_streams(episode.streams, topics, exclude)
-    try:
-        with staged(out, overwrite=overwrite, ours=is_react_ros_bag,
-                    noun='react_ros bag') as tmp:
-            return _write(episode, streams, tmp, out, progress, _COMPRESSION[compression])
-    except OSError as exc:
-        if exc.errno in _OUTPUT_ERRNOS:  # only writing fails like this, never reading
-            raise SinkError(f'{out}: cannot be written ({exc.strerror})') from None
-        raise
+    with staged(out, overwrite=overwrite, ours=is_react_ros_bag, noun='react_ros bag') as tmp:
+        return _write(episode, streams, tmp, out, progress, _COMPRESSION[compression])
 
 
 def is_react_ros_bag(path: Path) -> bool:

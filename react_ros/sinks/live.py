@@ -128,10 +128,13 @@ class Player:
 
     Pass a node to publish through it (the player spins it itself), or a
     context (or neither: the player then makes and shuts down its own).
+    `since` is when that node's or context's DDS participant came up
+    (time.monotonic(); default: now): the discovery wait counts from there.
     """
 
     def __init__(self, episode: Episode, options: PlayOptions | None = None, *,
-                 node: Node | None = None, context: Context | None = None) -> None:
+                 node: Node | None = None, context: Context | None = None,
+                 since: float | None = None) -> None:
         self.episode = episode
         self.options = opts = options or PlayOptions()
         _check_options(opts)
@@ -141,18 +144,18 @@ class Player:
             playback_duration_s=opts.playback_duration_s, start_paused=opts.start_paused,
             loop=opts.loop, tick_s=1.0 / opts.clock_hz if opts.clock_hz > 0 else 0.1)
 
+        self._born = time.monotonic() if since is None else since
         self._own_context = node is None and context is None
         if self._own_context:
             context = Context()
             rclpy.init(args=[], context=context, signal_handler_options=SignalHandlerOptions.NO)
         self._own_node = node is None
         try:
-            self.node = node if node is not None else Node(opts.node_name, context=context)
-        except InvalidNodeNameException:
+            self.node = node if node is not None else player_node(opts.node_name, context)
+        except ReactRosError:
             if self._own_context:
                 rclpy.try_shutdown(context=context)
-            raise ReactRosError(f'--node-name {opts.node_name!r} is not a valid ROS node name') \
-                from None
+            raise
 
         self._last_progress = 0.0
         self._last_on_stats = 0.0
@@ -464,17 +467,8 @@ class Player:
             if now - last_tick >= self.timeline.tick_s:
                 last_tick = now
                 self._publish_clock(clock_ns)
-        probe = discovery.GraphProbe(self.node, pubs)
-        import os
-        if os.environ.get('REACT_ROS_DEBUG_DISCOVERY'):
-            inner = probe; t0 = time.monotonic(); last = [None]
-            def probe():
-                snap = inner()
-                if snap.signature != last[0]:
-                    last[0] = snap.signature
-                    sys.stderr.write(f'DEBUG +{time.monotonic() - t0:.3f} nodes={len(snap.signature[0])} subs={sum(x[1] for x in snap.signature[1:])} matched={sum(x[2] for x in snap.signature[1:])} unmatched={len(snap.unmatched)}\n')
-                return snap
-        self.discovery = discovery.settle(probe, 10.0, 3.0,
+        self.discovery = discovery.settle(discovery.GraphProbe(self.node, pubs), bound,
+                                          born=self._born,
                                           on_poll=hold_clock, sleep=self.timeline.sleep)
         if self.discovery.unmatched and not self.timeline.stopped:
             sys.stderr.write(f'warning: after {bound:g} s, not every subscription is matched '
@@ -537,6 +531,14 @@ class Player:
             self._line.close()
 
 
+def player_node(name: str, context: Context | None = None) -> Node:
+    """The player's node; its DDS participant comes up with it (rmw makes it lazily)."""
+    try:
+        return Node(name, context=context)
+    except InvalidNodeNameException:
+        raise ReactRosError(f'--node-name {name!r} is not a valid ROS node name') from None
+
+
 def _skip_to(stream: Stream, from_ns: int) -> Iterator[tuple[int, Any]]:
     """The stream from `from_ns`; a latched stream first re-sends its last earlier message."""
     last = None
@@ -570,4 +572,4 @@ def _check_options(opts: PlayOptions) -> None:
             raise ReactRosError(f'--remap {src}:={dst}: both topics must be absolute')
 
 
-__all__ = ['PlayOptions', 'PlaybackStats', 'Player', 'TopicStats']
+__all__ = ['PlayOptions', 'PlaybackStats', 'Player', 'TopicStats', 'player_node']

@@ -38,6 +38,8 @@ MARKER = 'react_ros partial output'
 # The signals that mean "stop" and can be caught; each becomes an Interrupted.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _LOCK = re.compile(r'\.(?P<name>.+)\.(?P<token>[0-9a-f]{8})\.lock')
+_OUTPUT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG}
+_Lock = tuple[int, str]  # the lock file's descriptor, the write's token
 
 
 class Interrupted(KeyboardInterrupt):
@@ -57,7 +59,7 @@ def output_path(raw: str | os.PathLike[str], *, option: str,
     names the input, as input errors do), and the current directory or one that
     holds it (it would be moved away under the shell).
     """
-    if False:
+    if not os.fspath(raw):
         raise SinkError(f'{option}: is empty; name the folder to write')
     out = Path(os.path.abspath(raw))  # '.', '..', 'x/' get a real name
     real = out.resolve()  # symlinks are followed to compare with what they point at
@@ -100,36 +102,40 @@ def staged(out: Path, *, overwrite: bool = False, ours: Callable[[Path], bool] |
 
     `out` comes from output_path. On any exception or stop signal the directory,
     its lock and the parent folders made for it are removed and the exception goes
-    on (a signal as Interrupted). A previous output is replaced (see
-    check_replaceable) only once the new one is complete, in one rename.
+    on (a signal as Interrupted; a full or read-only disk as SinkError). A previous
+    output is replaced (see check_replaceable) only once the new one is complete.
     """
     out = Path(out)
-    if out.parent.is_dir():
-        remove_stale(out.parent, out.name)
+    try:
+        if out.parent.is_dir():
+            remove_stale(out.parent, out.name)
+    except OSError as exc:
+        raise SinkError(f'{out}: cannot be written ({exc.strerror})') from None
     check_replaceable(out, overwrite=overwrite, ours=ours, noun=noun)
+    made: list[Path] = []
+    lock: _Lock | None = None
     with _stop_signals_raise():
-        made = _missing_parents(out)
         try:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            lock, token = _take_lock(out)
-        except OSError as exc:
-            _quietly(lambda: _remove_parents(made))
-            raise SinkError(f'{out}: cannot create it ({exc.strerror})') from None
-        tmp = _name(out, token, 'partial')
-
-        def clean() -> None:
-            shutil.rmtree(tmp, ignore_errors=True)
-            _release(lock, out, token)
-            _remove_parents(made)
-
-        try:
-            tmp.mkdir()  # not mkdtemp: its 0700 would stay on the output
-            yield tmp
-            _quietly(lambda: _commit(tmp, out, token, overwrite, ours, noun))
+            with _held_back():  # a signal now is raised after, with `made` and `lock` known
+                made, lock = _prepare(out)
+            tmp = _name(out, lock[1], 'partial')
+            try:
+                yield tmp
+            except OSError as exc:
+                if exc.errno in _OUTPUT_ERRNOS:  # only writing fails like this, never reading
+                    raise SinkError(f'{out}: cannot be written ({exc.strerror})') from None
+                raise
+            with _held_back():
+                _commit(tmp, out, lock[1], overwrite, ours, noun)
+                _release(lock, out)
+                lock = None
         except BaseException:
-            _quietly(clean)
+            with _held_back():
+                if lock is not None:
+                    shutil.rmtree(_name(out, lock[1], 'partial'), ignore_errors=True)
+                    _release(lock, out)
+                _remove_parents(made)
             raise
-        _quietly(lambda: _release(lock, out, token))
 
 
 def remove_stale(folder: Path, name: str | None = None) -> list[Path]:
@@ -180,7 +186,29 @@ def _name(out: Path, token: str, suffix: str) -> Path:
     return out.parent / f'.{out.name}.{token}.{suffix}'
 
 
-def _take_lock(out: Path) -> tuple[int, str]:
+def _prepare(out: Path) -> tuple[list[Path], _Lock]:
+    """Make the parents of `out` (returning those made), its lock and its partial folder."""
+    for attempt in range(3):
+        made: list[Path] = []
+        lock = None
+        try:
+            made = _missing_parents(out)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            lock = _take_lock(out)
+            _name(out, lock[1], 'partial').mkdir()  # not mkdtemp: its 0700 would stay
+            return made, lock
+        except OSError as exc:
+            if lock is not None:
+                _release(lock, out)
+            _remove_parents(made)
+            # A failing writer next door (convert-all) may remove a parent it made just
+            # before our lock is in it: make it again.
+            if not isinstance(exc, FileNotFoundError) or attempt == 2:
+                raise SinkError(f'{out}: cannot create it ({exc.strerror})') from None
+    raise AssertionError('not reached')
+
+
+def _take_lock(out: Path) -> _Lock:
     """A new lock file next to `out`, created, locked, then marked (remove_stale's order)."""
     while True:
         token = secrets.token_hex(4)
@@ -199,9 +227,9 @@ def _take_lock(out: Path) -> tuple[int, str]:
         return fd, token
 
 
-def _release(fd: int, out: Path, token: str) -> None:
-    _name(out, token, 'lock').unlink(missing_ok=True)  # unlinked while still locked
-    os.close(fd)
+def _release(lock: _Lock, out: Path) -> None:
+    _name(out, lock[1], 'lock').unlink(missing_ok=True)  # unlinked while still locked
+    os.close(lock[0])
 
 
 def _commit(tmp: Path, out: Path, token: str, overwrite: bool,
@@ -257,11 +285,12 @@ def _remove_parents(made: list[Path]) -> None:
                 break
 
 
-def _quietly(action: Callable[[], object]) -> None:
-    """Run `action` with the stop signals held back, so cleanup or a commit is never cut."""
+@contextmanager
+def _held_back() -> Iterator[None]:
+    """The stop signals wait for the block's end: a commit or a clean-up is never cut."""
     old = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     try:
-        action()
+        yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 

@@ -1,0 +1,593 @@
+"""RoboTwin 2.0 ground-truth episodes: `.../<task>/gt_export/data/episode<N>.hdf5` (+ `_extra`).
+
+The path is the episode file, or any folder above it (the data folder, the
+task, the embodiment, the release root) with `--episode` naming one episode
+by its path below that folder without `gt_export/data` and `.hdf5`
+(`agilex/beat_block_hammer/episode0` from the root, `episode0` from a task);
+a folder holding one episode needs none.
+
+Time base: frame i is stamped time_base_s (config/robotwin.yaml, 1 s) +
+i / --fps (default 10 Hz; the files record no rate). Colours: the stored
+JPEGs have R and B swapped; they are decoded and swapped back, which the
+point cloud's own colours confirm (a conformance line of `info`).
+Invalid poses: NaN rows are dropped with a warning; a zero or non-unit
+quaternion refuses the episode (a simulator writes unit quaternions: another
+norm means the file is damaged or misread).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, ClassVar, Iterator
+
+import numpy as np
+from geometry_msgs.msg import PoseStamped
+from scipy.spatial.transform import Rotation
+from sensor_msgs.msg import Image, JointState, PointCloud2, PointField
+from std_msgs.msg import String
+
+from react_ros.adapters.base import DatasetKind, Episode, EpisodeOptions, package_config
+from react_ros.adapters.poses import NON_UNIT, ZERO_QUATERNION, PosePolicy, PoseRule
+from react_ros.errors import DatasetFormatError, ReactRosError
+from react_ros.formats import robotwin_hdf5 as rh
+from react_ros.formats.times import check_ns, seconds_to_ns
+from react_ros.formats.video import scaled_size
+from react_ros.options import KindOptions, option
+from react_ros.ros.camera_info import camera_info
+from react_ros.ros.image import rgb_image
+from react_ros.ros.msgs import stamp
+from react_ros.ros.tf import tf_message, transform_stamped
+from react_ros.streams import Stream
+
+EMBODIMENTS = ('agilex', 'franka')
+REPLAY_REPORT = 'reports/replay_success_check_failed.json'
+CLOUD_FIELDS = ('x', 'y', 'z', 'rgb')
+DEFAULT_FPS = float(package_config('config/robotwin.yaml')['fps'])
+
+
+def _positive(v: Any) -> str | None:
+    return None if v is None or v > 0 else f'must be > 0, got {v}'
+
+
+@dataclass(frozen=True)
+class RobotwinOptions(KindOptions):
+    fps: float = option(DEFAULT_FPS, 'frame rate the stamps are made with: frame i at 1 s + '
+                        'i/FPS (the files record none; default from config/robotwin.yaml)',
+                        metavar='FPS', check=_positive)
+    aligned_frames: bool = option(False, 'play only the 33 aligned frames (arange(33)*4, or '
+                                  'linspace(0, T-1, 33) when T < 129)')
+    embodiment: str | None = option(None, 'joint names of this embodiment (default: the '
+                                    'agilex/ or franka/ folder above the task)',
+                                    choices=EMBODIMENTS)
+
+
+def _xyzw(wxyz_poses: np.ndarray) -> np.ndarray:
+    """(N, 7) x y z qw qx qy qz -> x y z qx qy qz qw (ROS order)."""
+    p = np.asarray(wxyz_poses, dtype=np.float64)
+    return np.concatenate([p[..., :3], p[..., 4:7], p[..., 3:4]], axis=-1)
+
+
+def episodes_below(folder: Path) -> dict[str, Path]:
+    """Episode id -> episode file of every episode<N>.hdf5 at or below `folder`."""
+    patterns = ['gt_export/data/*.hdf5', '*/gt_export/data/*.hdf5',
+                '*/*/gt_export/data/*.hdf5']
+    if folder.name == 'gt_export':
+        patterns.append('data/*.hdf5')
+    if folder.name == 'data' and folder.parent.name == 'gt_export':
+        patterns.append('*.hdf5')
+    out = {}
+    for pattern in patterns:
+        for f in sorted(folder.glob(pattern)):
+            if rh.episode_number(f) is None or not f.is_file():
+                continue
+            rel = [p for p in f.relative_to(folder).parts if p not in ('gt_export', 'data')]
+            out['/'.join(rel).removesuffix('.hdf5')] = f
+    return out
+
+
+class RobotwinAdapter:
+    kind: ClassVar[str] = 'robotwin'
+
+    @classmethod
+    def probe(cls, path: Path) -> bool:
+        try:
+            path = Path(path)
+            if path.is_file():  # an _extra file too: open() then says which file to give
+                return rh.episode_number(path) is not None or \
+                    rh.episode_number(path.with_name(path.name.replace('_extra', ''))) is not None
+            if path.is_dir():
+                return bool(episodes_below(path))
+            return False
+        except (OSError, ValueError):
+            return False
+
+    def __init__(self, path: Path, options: EpisodeOptions) -> None:
+        self.given = Path(path)
+        self.options = options
+        self.own: RobotwinOptions = options.own or RobotwinOptions()  # type: ignore[assignment]
+        self.config = KIND.config()
+        self.warnings: list[str] = []
+        self.report: list[str] = []
+
+    # -- validation, all before any stream exists ----------------------------------------
+    def open(self) -> Episode:
+        self.path = self._episode_file()
+        self.ep = rh.read_episode(self.path)
+        self.number = rh.episode_number(self.path)
+        self.task = self.path.parents[2].name if len(self.path.parents) > 2 else ''
+        self.embodiment = self._embodiment()
+        self.joint_names = self._joint_names()
+        xp = rh.extra_path(self.path)
+        self.extra = rh.read_extra(xp, self.ep.t, (self.ep.width, self.ep.height)) \
+            if xp.is_file() else None
+        if self.extra is None:
+            self.warnings.append(f'{self.path.name}: no {xp.name} beside it: no entities, raw '
+                                 'ids, wrist cameras or targets')
+        self.rows = self._rows()
+        self.t_ns = self._stamps()
+        self._check_poses()
+        self.entity_frames = self._entity_frames() if self.extra else []
+        self.replay_failed = self._replay_failed()
+        self._conformance()
+        streams = self._streams()
+        t0, t1 = int(self.t_ns[self.rows[0]]), int(self.t_ns[self.rows[-1]])
+        parts = [f'{self.path.name}: head camera, depth, segmentation, point cloud, end '
+                 'poses, joints']
+        if self.extra:
+            parts.append(f'{xp.name}: entities on /tf, raw actor/mesh ids, wrist cameras '
+                         f'({", ".join(self.extra.wrist) or "none"}), targets')
+        self.report[:0] = [f'sources: {"; ".join(parts)}',
+                           f'frames: {len(self.rows)} of {self.ep.t} played'
+                           + (' (the 33 aligned frames' + (
+                               f', {len(self.rows)} distinct)' if len(self.rows) < 33 else ')')
+                              if self.own.aligned_frames else '')
+                           + f', stamped {self.config["time_base_s"]:g} s + i / '
+                           f'{self.own.fps:g} Hz']
+        return Episode(kind=self.kind, path=self.path, start_ns=t0, end_ns=t1, streams=streams,
+                       warnings=self.warnings, report=self.report,
+                       invalid_poses=self.pose_rule.counts)
+
+    def _episode_file(self) -> Path:
+        given = self.given
+        if given.is_file():
+            if given.name.endswith('_extra.hdf5'):
+                raise DatasetFormatError(given, 'is the _extra file of an episode; give the '
+                                         'episode<N>.hdf5 beside it')
+            if rh.episode_number(given) is None:
+                raise DatasetFormatError(given, 'not a RoboTwin episode (expected a file named '
+                                         'episode<N>.hdf5)')
+            return given
+        if not given.is_dir():
+            raise DatasetFormatError(given, 'no such file or directory')
+        found = episodes_below(given)
+        if not found:
+            raise DatasetFormatError(given, 'no RoboTwin episode below it (expected '
+                                     '<task>/gt_export/data/episode<N>.hdf5)')
+        want = self.options.episode
+        if want is None and len(found) == 1:
+            want = next(iter(found))
+        if want is None:
+            example = next(iter(found))
+            raise DatasetFormatError(given, f'holds {len(found)} RoboTwin episodes; choose one '
+                                     f'with --episode (e.g. --episode {example})')
+        want = want.strip('/').removesuffix('.hdf5')
+        if want not in found:
+            shown = ', '.join(list(found)[:5]) + (' ...' if len(found) > 5 else '')
+            raise DatasetFormatError(given, f'no episode {want!r} below it (it holds {shown})')
+        return found[want]
+
+    def _embodiment(self) -> str:
+        known = self.config['embodiments']
+        if self.own.embodiment is not None:
+            return self.own.embodiment
+        for folder in self.path.parents[3:4]:
+            if folder.name in known:
+                return folder.name
+        raise DatasetFormatError(self.path, 'cannot tell the embodiment: no agilex/ or franka/ '
+                                 'folder above <task>/gt_export/data; say --embodiment')
+
+    def _joint_names(self) -> list[str]:
+        names: list[str] = list(self.config['embodiments'][self.embodiment]['joints'])
+        width = self.ep.joints.shape[1]
+        if width != len(names):
+            raise DatasetFormatError(self.path, f'joint_action/vector has {width} columns; a '
+                                     f'{self.embodiment} episode has {len(names)} '
+                                     f'({", ".join(names[:3])}, ...): wrong embodiment?')
+        return names
+
+    def _rows(self) -> np.ndarray:
+        if self.own.aligned_frames:
+            return np.unique(rh.aligned_indices(self.ep.t))
+        return np.arange(self.ep.t)
+
+    def _stamps(self) -> np.ndarray:
+        base = seconds_to_ns(float(self.config['time_base_s']), self.path, 'time_base_s')
+        step = 1e9 / self.own.fps
+        t_ns = base + np.round(np.arange(self.ep.t) * step).astype(np.int64)
+        check_ns(int(t_ns[-1]), self.path, f'the stamp of the last frame at --fps '
+                 f'{self.own.fps:g}')
+        if self.ep.t > 1 and not np.all(np.diff(t_ns) > 0):
+            raise ReactRosError(f'--fps {self.own.fps:g}: frames of {self.path.name} would '
+                                'share stamps (less than 1 ns apart)')
+        return t_ns
+
+    def _check_poses(self) -> None:
+        self.pose_rule = PoseRule(PosePolicy(float(self.config['max_quaternion_norm_error']),
+                                             frozenset({ZERO_QUATERNION, NON_UNIT})),
+                                  self.warnings)
+        self.endpose = {s: _xyzw(self.ep.endpose[s]) for s in rh.SIDES}
+        self.endpose_ok = {s: self.pose_rule.check(f'endpose/{s}_endpose', self.endpose[s],
+                                                   self.path) for s in rh.SIDES}
+        if self.extra is not None:
+            self.entity_pose = _xyzw(self.extra.pose)  # (T, N, 7)
+            n = self.entity_pose.shape[1]
+            ok = np.ones((self.ep.t, n), bool)
+            for j in range(n):
+                ok[:, j] = self.pose_rule.check(
+                    f'entities/pose[:, {j}] ({self.extra.name[j]})', self.entity_pose[:, j],
+                    self.extra.path)
+            self.entity_ok = ok
+
+    def _entity_frames(self) -> list[str]:
+        assert self.extra is not None
+        names = self.extra.name
+        counts: dict[str, int] = {}
+        for n in names:
+            counts[n] = counts.get(n, 0) + 1
+        frames = []
+        for n, eid in zip(names, self.extra.entity_id.tolist()):
+            if not n:
+                frames.append(f'entity_{eid}')
+            elif counts[n] > 1:
+                frames.append(f'{n}_{eid}')
+            else:
+                frames.append(n)
+        dupes = sorted(n for n, c in counts.items() if c > 1 and n)
+        if dupes:
+            self.report.append(f'entities: {len(names)}; names not unique in the episode, '
+                               f'published as <name>_<entity_id>: {", ".join(dupes)}')
+        reserved = {self.config['world_frame'], 'head_camera_optical_frame',
+                    'left_camera_optical_frame', 'right_camera_optical_frame'}
+        clash = sorted(set(frames) & reserved)
+        if clash:
+            raise DatasetFormatError(self.extra.path, f'entity name(s) {", ".join(clash)} '
+                                     'collide with a frame react_ros publishes')
+        return frames
+
+    def _replay_failed(self) -> bool | None:
+        """Whether the release's report lists this episode; None when it has no report."""
+        parents = self.path.parents
+        if len(parents) < 5:
+            return None
+        report = parents[4] / REPLAY_REPORT
+        if not report.is_file():
+            self.report.append(f'replay check: the release has no {REPLAY_REPORT}')
+            return None
+        listed = rh.read_replay_failed(report)
+        return any(task == self.task and ep == self.number and emb in (None, self.embodiment)
+                   for emb, task, ep in listed)
+
+    def _conformance(self) -> None:
+        """The document's own cross-checks, each with what the classic mistake would read."""
+        cfg = self.config
+        head = self.ep.head
+        gl, gl_raw = head.gl_disagreement(), head.gl_disagreement(flip=False)
+        ok = gl <= float(cfg['max_gl_disagreement'])
+        self.report.append(f'conformance: head camera pose: cam2world_gl (GL->CV axes) vs '
+                           f'inverse(extrinsic_cv) max {gl:.2g} over {self.ep.t} frames; '
+                           f'{gl_raw:.2g} without the axis flip: {"OK" if ok else "FAIL"}')
+        if not ok:
+            self.warnings.append(f'{self.path.name}: cam2world_gl disagrees with extrinsic_cv '
+                                 f'by {gl:.2g} (the document: <= 2e-7); TF uses extrinsic_cv')
+        if self.extra is not None:
+            for cam, cal in self.extra.wrist.items():
+                err = cal.gl_disagreement()
+                if err > float(cfg['max_gl_disagreement']):
+                    self.warnings.append(f'{self.extra.path.name}: {cam} cam2world_gl disagrees '
+                                         f'with extrinsic_cv by {err:.2g}')
+        i = int(self.rows[0])
+        with rh.Frames(self.path) as fr:
+            check = channel_check(fr, head, i)
+            depth = depth_check(fr, head, i, self.ep.t)
+        published, swapped = check
+        ok = published < swapped
+        self.report.append(f'conformance: head rgb channels: point-cloud colours vs the image '
+                           f'(frame {i}) MAE {published:.2f}/255 as published (R and B swapped '
+                           f'back); {swapped:.2f}/255 as the JPEG decodes: '
+                           f'{"OK" if ok else "FAIL"}')
+        if not ok:
+            self.warnings.append(f'{self.path.name}: the point cloud\'s colours match the '
+                                 'image better as the JPEG decodes than swapped: this file\'s '
+                                 'JPEGs may not have the documented R/B swap')
+        same, later, as_mm = depth
+        ok = same <= float(cfg['max_depth_median_mm'])
+        later_text = f'{later:.1f} mm 4 frames later' if later is not None else \
+            'no frame 4 later'
+        self.report.append(f'conformance: depth: point cloud vs the same frame\'s depth '
+                           f'median {same:.2f} mm (published in metres); {later_text}; '
+                           f'{as_mm:.0f} mm if the millimetres were read as metres: '
+                           f'{"OK" if ok else "FAIL"}')
+        if not ok:
+            self.warnings.append(f'{self.path.name}: the point cloud lands {same:.0f} mm from '
+                                 f'the depth of its own frame {i}: depth is not millimetres, '
+                                 'or the modalities are not of one frame')
+
+    # -- streams --------------------------------------------------------------------------
+    def _streams(self) -> list[Stream]:
+        streams = [*self._tf_static(), self._tf()]
+        streams += self._camera('head_camera', self.path, self.ep.head)
+        streams += self._depth()
+        for what in ('actor', 'mesh'):
+            streams.append(self._segmentation(what))
+        if self.extra is not None:
+            for what in ('actor', 'mesh'):
+                streams.append(self._raw_ids(what))
+            for cam, cal in self.extra.wrist.items():
+                streams += self._camera(cam, self.extra.path, cal)
+        streams += [self._cloud(), self._joint_states()]
+        streams += [self._endpose(s) for s in rh.SIDES]
+        streams.append(self._annotations())
+        return streams
+
+    def _per_row(self, topic: str, msg_type: str, build: Callable[[int, int], Any],
+                 rows: np.ndarray | None = None, approx: int = 200, heavy: bool = False,
+                 source: Path | None = None, reader: bool = False) -> Stream:
+        """A stream with one message per played row; `reader` passes a rh.Frames to build."""
+        rows = self.rows if rows is None else rows
+        t_ns = self.t_ns
+        path = source or self.path
+
+        def gen() -> Iterator[tuple[int, Any]]:
+            if reader:
+                with rh.Frames(path) as fr:
+                    for r in rows:
+                        t = int(t_ns[r])
+                        yield t, build(fr, int(r), t)  # type: ignore[call-arg]
+            else:
+                for r in rows:
+                    t = int(t_ns[r])
+                    yield t, build(int(r), t)
+        return Stream(topic, msg_type, gen, count=len(rows), heavy=heavy, approx_bytes=approx)
+
+    def _tf_static(self) -> list[Stream]:
+        if self.extra is None:
+            return []
+        statics = [j for j, k in enumerate(self.extra.kind) if k == 'static']
+        if not statics:
+            return []
+        t0 = int(self.t_ns[self.rows[0]])
+        transforms = []
+        for j in statics:
+            good = np.flatnonzero(self.entity_ok[self.rows, j])
+            if not len(good):
+                continue
+            p = self.entity_pose[self.rows[good[0]], j]
+            moved = np.abs(self.entity_pose[self.rows[good], j, :3] - p[:3]).max()
+            if moved > 1e-3:
+                self.warnings.append(f'{self.extra.path.name}: static entity '
+                                     f'{self.extra.name[j]} moves by {moved * 1000:.0f} mm; '
+                                     'published once, at its first pose')
+            transforms.append(transform_stamped(self.config['world_frame'],
+                                                self.entity_frames[j], t0, p[:3], p[3:7]))
+
+        def gen() -> Iterator[tuple[int, Any]]:
+            yield t0, tf_message(transforms)  # one merged message, as tf2_ros sends it
+        return [Stream('/tf_static', 'tf2_msgs/msg/TFMessage', gen, latched=True, count=1,
+                       approx_bytes=100 + 100 * len(transforms))]
+
+    def _tf(self) -> Stream:
+        world = self.config['world_frame']
+        cams = [('head_camera_optical_frame', self.ep.head.camera_in_world())]
+        if self.extra is not None:
+            cams += [(f'{c}_optical_frame', cal.camera_in_world())
+                     for c, cal in self.extra.wrist.items()]
+        quats = [(name, m, Rotation.from_matrix(m[:, :3, :3]).as_quat()) for name, m in cams]
+        moving = [] if self.extra is None else \
+            [j for j, k in enumerate(self.extra.kind) if k != 'static']
+
+        def build(r: int, t: int) -> Any:
+            out = [transform_stamped(world, name, t, m[r, :3, 3], q[r]) for name, m, q in quats]
+            for j in moving:
+                if self.entity_ok[r, j]:
+                    p = self.entity_pose[r, j]
+                    out.append(transform_stamped(world, self.entity_frames[j], t, p[:3], p[3:7]))
+            return tf_message(out)
+        return self._per_row('/tf', 'tf2_msgs/msg/TFMessage', build,
+                             approx=100 + 100 * (len(cams) + len(moving)))
+
+    def _camera(self, cam: str, source: Path, cal: rh.Calibration) -> list[Stream]:
+        frame_id = f'{cam}_optical_frame'
+        w, h = cal.size
+        size = scaled_size(w, h, self.options.image_scale)
+        scaled = size if size != (w, h) else None
+
+        def image(fr: rh.Frames, r: int, t: int) -> Image:
+            return rgb_image(fr.rgb(cam, r, scaled), t, frame_id)
+
+        def info(r: int, t: int) -> Any:
+            return camera_info(_calib(cal, r, w, h), t, frame_id, size=size)
+        return [self._per_row(f'/{cam}/image_raw', 'sensor_msgs/msg/Image', image,
+                              approx=size[0] * size[1] * 3 + 200, heavy=True, source=source,
+                              reader=True),
+                self._per_row(f'/{cam}/camera_info', 'sensor_msgs/msg/CameraInfo', info,
+                              approx=400)]
+
+    def _depth(self) -> list[Stream]:
+        frame_id = 'head_camera_optical_frame'
+        key = f'{rh.HEAD}/depth'
+        cal, w, h = self.ep.head, self.ep.width, self.ep.height
+
+        def image(fr: rh.Frames, r: int, t: int) -> Image:
+            metres = (fr.get(key, r) / 1000.0).astype(np.float32)  # stored millimetres
+            return typed_image(metres, '32FC1', t, frame_id)
+
+        def info(r: int, t: int) -> Any:
+            return camera_info(_calib(cal, r, w, h), t, frame_id)
+        return [self._per_row('/head_camera/depth/image_raw', 'sensor_msgs/msg/Image', image,
+                              approx=w * h * 4 + 200, heavy=True, reader=True),
+                self._per_row('/head_camera/depth/camera_info', 'sensor_msgs/msg/CameraInfo',
+                              info, approx=400)]
+
+    def _segmentation(self, what: str) -> Stream:
+        key = f'{rh.HEAD}/{what}_segmentation'
+        w, h = self.ep.width, self.ep.height
+
+        def image(fr: rh.Frames, r: int, t: int) -> Image:
+            return rgb_image(np.ascontiguousarray(fr.get(key, r)), t,
+                             'head_camera_optical_frame')
+        return self._per_row(f'/head_camera/segmentation/{what}/image_raw',
+                             'sensor_msgs/msg/Image', image, approx=w * h * 3 + 200,
+                             heavy=True, reader=True)
+
+    def _raw_ids(self, what: str) -> Stream:
+        assert self.extra is not None
+        key = f'{rh.HEAD}/{what}_id'
+        w, h = self.ep.width, self.ep.height
+
+        def image(fr: rh.Frames, r: int, t: int) -> Image:
+            ids = fr.get(key, r)
+            if ids.max(initial=0) > 65535:
+                raise DatasetFormatError(fr.path, f'{key} frame {r} holds ids above 65535')
+            return typed_image(ids.astype(np.uint16), '16UC1', t, 'head_camera_optical_frame')
+        return self._per_row(f'/head_camera/segmentation/{what}_id/image_raw',
+                             'sensor_msgs/msg/Image', image, approx=w * h * 2 + 200,
+                             heavy=True, source=self.extra.path, reader=True)
+
+    def _cloud(self) -> Stream:
+        world = self.config['world_frame']
+
+        def build(fr: rh.Frames, r: int, t: int) -> PointCloud2:
+            return point_cloud(fr.get('pointcloud', r), t, world)
+        return self._per_row('/pointcloud', 'sensor_msgs/msg/PointCloud2', build,
+                             approx=1024 * 16 + 300, heavy=True, reader=True)
+
+    def _joint_states(self) -> Stream:
+        names = self.joint_names
+        vec = self.ep.joints
+
+        def build(r: int, t: int) -> JointState:
+            msg = JointState()
+            msg.header.stamp = stamp(t)
+            msg.name = list(names)
+            msg.position = [float(v) for v in vec[r]]
+            return msg
+        return self._per_row('/joint_states', 'sensor_msgs/msg/JointState', build,
+                             approx=40 * len(names))
+
+    def _endpose(self, side: str) -> Stream:
+        poses, ok = self.endpose[side], self.endpose_ok[side]
+        world = self.config['world_frame']
+        return self._per_row(f'/{side}_endpose', 'geometry_msgs/msg/PoseStamped',
+                             lambda r, t: pose_stamped(poses[r], t, world),
+                             rows=self.rows[ok[self.rows]])
+
+    def _annotations(self) -> Stream:
+        doc: dict[str, Any] = {
+            'type': 'episode', 'embodiment': self.embodiment, 'task': self.task,
+            'episode': self.number, 'frames': self.ep.t,
+            'played_frames': [int(r) for r in self.rows] if self.own.aligned_frames else None,
+            'replay_success_check_failed': self.replay_failed,
+            'extra': self.extra is not None}
+        if self.extra is not None:
+            for key in ('targets', 'task_objects', 'task_attrs'):
+                doc[key] = self.extra.attrs.get(key)
+            doc['entities'] = [{'entity_id': int(e), 'name': n, 'frame': f, 'kind': k,
+                                'articulation': a, 'is_robot': bool(rb)}
+                               for e, n, f, k, a, rb in zip(
+                                   self.extra.entity_id.tolist(), self.extra.name,
+                                   self.entity_frames, self.extra.kind,
+                                   self.extra.articulation, self.extra.is_robot)]
+        t0 = int(self.t_ns[self.rows[0]])
+        text = json.dumps(doc)
+
+        def gen() -> Iterator[tuple[int, Any]]:
+            yield t0, String(data=text)
+        return Stream('/annotations', 'std_msgs/msg/String', gen, count=1,
+                      approx_bytes=len(text) + 50)
+
+
+def _calib(cal: rh.Calibration, r: int, width: int, height: int) -> dict[str, Any]:
+    k = cal.intrinsic[r]
+    return {'width': width, 'height': height, 'k': k.ravel().tolist(), 'd': [0.0] * 5,
+            'distortion_model': 'plumb_bob'}
+
+
+def channel_check(fr: rh.Frames, cal: rh.Calibration, i: int) -> tuple[float, float]:
+    """MAE (/255) of the cloud's colours against frame i decoded as published, and unswapped."""
+    cloud = fr.get('pointcloud', i)
+    image = fr.rgb('head_camera', i)
+    k, e = cal.intrinsic[i], cal.extrinsic[i]
+    return rh.colour_error(cloud, image, k, e), rh.colour_error(cloud, rh.swap_rb(image), k, e)
+
+
+def depth_check(fr: rh.Frames, cal: rh.Calibration, i: int, t: int
+                ) -> tuple[float, float | None, float]:
+    """Median cloud-vs-depth error (mm): same frame in metres, 4 frames later, mm read as m."""
+    key = f'{rh.HEAD}/depth'
+    cloud = fr.get('pointcloud', i)
+    depth_mm = fr.get(key, i)
+    same = rh.depth_error_mm(cloud, depth_mm / 1000.0, cal.intrinsic[i], cal.extrinsic[i])
+    later = None
+    if i + 4 < t:
+        later = rh.depth_error_mm(cloud, fr.get(key, i + 4) / 1000.0, cal.intrinsic[i + 4],
+                                  cal.extrinsic[i + 4])
+    as_mm = rh.depth_error_mm(cloud, depth_mm, cal.intrinsic[i], cal.extrinsic[i])
+    return same, later, as_mm
+
+
+def typed_image(array: np.ndarray, encoding: str, t_ns: int, frame_id: str) -> Image:
+    """A single-channel Image (32FC1, 16UC1) in this machine's byte order."""
+    msg = Image()
+    msg.header.stamp = stamp(t_ns)
+    msg.header.frame_id = frame_id
+    msg.height, msg.width = int(array.shape[0]), int(array.shape[1])
+    msg.encoding = encoding
+    msg.is_bigendian = int(array.dtype.byteorder == '>')
+    msg.step = msg.width * array.dtype.itemsize
+    msg.data = np.ascontiguousarray(array).tobytes()
+    return msg
+
+
+def point_cloud(cloud: np.ndarray, t_ns: int, frame_id: str) -> PointCloud2:
+    """x y z float32 + rgb packed as RViz reads it (0x00RRGGBB as float32); padding dropped."""
+    pts = cloud[rh.cloud_valid(cloud)]
+    n = len(pts)
+    rec = np.zeros(n, dtype=[('x', '<f4'), ('y', '<f4'), ('z', '<f4'), ('rgb', '<u4')])
+    rec['x'], rec['y'], rec['z'] = pts[:, 0], pts[:, 1], pts[:, 2]
+    c = np.clip(np.round(pts[:, 3:6].astype(np.float64) * 255.0), 0, 255).astype(np.uint32)
+    rec['rgb'] = (c[:, 0] << 16) | (c[:, 1] << 8) | c[:, 2]
+    msg = PointCloud2()
+    msg.header.stamp = stamp(t_ns)
+    msg.header.frame_id = frame_id
+    msg.height, msg.width = 1, n
+    msg.fields = [PointField(name=name, offset=4 * i, datatype=PointField.FLOAT32, count=1)
+                  for i, name in enumerate(CLOUD_FIELDS)]
+    msg.is_bigendian = False
+    msg.point_step = 16
+    msg.row_step = 16 * n
+    msg.is_dense = True
+    msg.data = rec.tobytes()
+    return msg
+
+
+def pose_stamped(p: np.ndarray, t_ns: int, frame_id: str) -> PoseStamped:
+    """From x y z qx qy qz qw."""
+    msg = PoseStamped()
+    msg.header.stamp = stamp(t_ns)
+    msg.header.frame_id = frame_id
+    pos, q = msg.pose.position, msg.pose.orientation
+    pos.x, pos.y, pos.z = float(p[0]), float(p[1]), float(p[2])
+    q.x, q.y, q.z, q.w = float(p[3]), float(p[4]), float(p[5]), float(p[6])
+    return msg
+
+
+KIND = DatasetKind(
+    name='robotwin', title='RoboTwin 2.0 ground-truth episodes: HDF5 with JPEG frames, depth, '
+    'segmentation, point clouds (+ _extra)',
+    adapter=RobotwinAdapter, options=RobotwinOptions,
+    sample='react_ros.samples.robotwin:write_robotwin_sample',
+    demo_episode='agilex/beat_block_hammer/episode0')
+
+__all__ = ['KIND', 'RobotwinAdapter', 'RobotwinOptions', 'channel_check', 'depth_check',
+           'point_cloud', 'typed_image']

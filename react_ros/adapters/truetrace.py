@@ -1,0 +1,570 @@
+"""TrueTrace stereo egocentric episodes: fisheye stereo mp4s, a ~477 Hz IMU, 3D hands.
+
+Three ways in, one set of messages: the package root (`episodes/episode_NNNNNN/`,
+`--episode` picks one, the only one by default), one episode folder, or the
+single-file HDF5 export (its mp4s named relative to the .h5's folder).
+
+Time base: stamp = time_base_ns (config/truetrace.yaml, 1 s) + the clip time. cam0
+frame i and cam1 frame i are both stamped with cam0 frame i's t_s; an IMU row with
+t_s + time_offset_to_cam0_s (the IMU clock moved onto cam0's: a negative offset
+means the IMU's clock runs ahead of cam0's). source_frame is information (`info`),
+never a stamp.
+
+Invalid poses: an extrinsic with a NaN or a non-unit quaternion refuses the episode
+(a calibration is one piece: no frame would be right without it); a hand whose
+keypoints hold NaN or infinite values is not published in that frame (dropped,
+counted, one warning per hand).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Iterator
+
+import numpy as np
+from geometry_msgs.msg import Point, Pose, PoseArray
+from sensor_msgs.msg import Imu
+from std_msgs.msg import ColorRGBA, String
+from visualization_msgs.msg import Marker, MarkerArray
+
+from react_ros.adapters.base import DatasetKind, Episode, EpisodeOptions
+from react_ros.adapters.poses import FAULTS, PosePolicy, PoseRule
+from react_ros.adapters.video_streams import video_camera_streams
+from react_ros.errors import DatasetFormatError, FrameSyncError
+from react_ros.formats import video
+from react_ros.formats.times import check_ns, seconds_to_ns
+from react_ros.formats.truetrace_files import (
+    CAMERAS,
+    EPISODE_RE,
+    H5_SUFFIXES,
+    HANDS,
+    JOINTS,
+    Calibration,
+    HandFrames,
+    ImuSamples,
+    chunks,
+    decode_jpeg_frames,
+    parse_refined,
+    read_calibration,
+    read_h5_export,
+    read_hands_jsonl,
+    read_imu_csv,
+    read_segments_jsonl,
+    read_verdicts,
+    verify_manifest,
+)
+from react_ros.formats.truetrace_geometry import (
+    MAX_CHECK_FRAMES,
+    conformance_lines,
+    extrinsics,
+    imu_frame_join,
+    reprojection,
+)
+from react_ros.options import KindOptions, option
+from react_ros.ros.camera_info import camera_info
+from react_ros.ros.image import rgb_image
+from react_ros.ros.msgs import stamp
+from react_ros.ros.tf import tf_message, transform_stamped
+from react_ros.streams import Stream
+
+# The 21-point hand: wrist to each finger's base, then along each finger.
+BONES = [(0, 1), (1, 2), (2, 3), (3, 4), (0, 5), (5, 6), (6, 7), (7, 8), (0, 9), (9, 10),
+         (10, 11), (11, 12), (0, 13), (13, 14), (14, 15), (15, 16), (0, 17), (17, 18),
+         (18, 19), (19, 20), (5, 9), (9, 13), (13, 17)]
+
+
+@dataclass(frozen=True)
+class TrueTraceOptions(KindOptions):
+    verify: bool = option(False, 'check MANIFEST.sha256 first and refuse a delivery whose '
+                          'files do not match it')
+
+
+@dataclass
+class _Source:
+    """One episode, whichever way it was given."""
+    calib: Calibration
+    hands: HandFrames
+    imu: ImuSamples
+    videos: dict[str, Path]
+    segments: list[dict[str, Any]]
+    segments_path: Path | None
+    time_from: str  # what the frame times were read from, for messages
+    source_offset: int | None  # source_frame - clip_frame, where the files say
+    jpeg_frames: dict[str, int] = field(default_factory=dict)  # the export's /frames/camN
+
+
+@dataclass(frozen=True)
+class _JpegFrames:
+    """A camera whose frames are the HDF5 export's embedded JPEGs (no mp4 beside it)."""
+    path: Path  # the .h5
+    cam: str
+    frame_count: int
+    width: int
+    height: int
+
+
+def _episode_dirs(root: Path) -> list[Path]:
+    eps = root / 'episodes'
+    return sorted(p for p in eps.iterdir() if p.is_dir() and EPISODE_RE.match(p.name))
+
+
+class TrueTraceAdapter:
+    kind: ClassVar[str] = 'truetrace'
+
+    @classmethod
+    def probe(cls, path: Path) -> bool:
+        try:
+            path = Path(path)
+            if path.is_file():
+                return path.suffix.lower() in H5_SUFFIXES and _is_export(path)
+            if (path / 'episodes').is_dir():
+                return any((p / 'calibration.json').is_file() for p in _episode_dirs(path))
+            return (path / 'calibration.json').is_file() and (
+                (path / 'hands_3d.jsonl').is_file() or (path / 'cam0.mp4').is_file())
+        except (OSError, ValueError):
+            return False
+
+    def __init__(self, path: Path, options: EpisodeOptions) -> None:
+        self.path = Path(path)
+        self.options = options
+        self.own: TrueTraceOptions = options.own or TrueTraceOptions()  # type: ignore[assignment]
+        self.config = KIND.config()
+        self.frames: dict[str, str] = self.config['frames']
+        self.warnings: list[str] = []
+        self.report: list[str] = []
+
+    # -- validation, all before any stream exists ----------------------------------------
+    def open(self) -> Episode:
+        if not self.probe(self.path):
+            raise DatasetFormatError(self.path, 'not a TrueTrace package, episode folder or '
+                                     'HDF5 export (needs episodes/episode_NNNNNN/, '
+                                     'calibration.json + hands_3d.jsonl, or an .h5 with '
+                                     '/time/t_s and /calibration)')
+        if self.own.verify:
+            self._verify()
+        src = self._read()
+        self.src = src
+        self.pose_rule = PoseRule(PosePolicy(float(self.config['max_quaternion_norm_error'])),
+                                  self.warnings)
+        self._check_extrinsics(src.calib)
+        self.ext = extrinsics(src.calib)
+        self.videos = self._check_videos(src)
+        base = int(self.config['time_base_ns'])
+        what = src.time_from
+        self.t_ns = np.array([check_ns(base + seconds_to_ns(t, src.hands.path, f'{what} {t}'),
+                                       src.hands.path, f'{what} {t}') for t in src.hands.t_s],
+                             dtype=np.int64)
+        self._check_pts(src)
+        offset = src.calib.imu_offset_s
+        imu_t = src.imu.t_s + offset
+        self.imu_ns = np.array([base + seconds_to_ns(t, src.imu.path, 'IMU t_s') for t in imu_t],
+                               dtype=np.int64)
+        check_ns(int(self.imu_ns.min()), src.imu.path,
+                 f'IMU t_s {src.imu.t_s[0]} + time_offset_to_cam0_s {offset}')
+        check_ns(int(self.imu_ns.max()), src.imu.path, f'IMU t_s {src.imu.t_s[-1]}')
+        self._check_imu_rate(src)
+        self.hand_ok = self._check_hands(src.hands)
+        self.segment_items = self._segments(src)
+        self._reports(src)
+        times = [int(self.t_ns[0]), int(self.t_ns[-1]), int(self.imu_ns[0]), int(self.imu_ns[-1])]
+        times += [t for t, _ in self.segment_items]
+        self.start_ns, self.end_ns = min(times), max(times)
+        return Episode(kind=self.kind, path=self.path, start_ns=self.start_ns,
+                       end_ns=self.end_ns, streams=self._streams(), warnings=self.warnings,
+                       report=self.report, invalid_poses=self.pose_rule.counts)
+
+    def _package_root(self) -> Path | None:
+        """The folder holding MANIFEST.sha256 / annotations/ for this episode, if any."""
+        p = self.path.resolve()
+        for cand in [p, *p.parents[:3]]:
+            if (cand / 'MANIFEST.sha256').is_file() or (cand / 'episodes').is_dir():
+                return cand
+        return None
+
+    def _verify(self) -> None:
+        root = self._package_root()
+        if root is None or not (root / 'MANIFEST.sha256').is_file():
+            raise DatasetFormatError(self.path, '--verify: no MANIFEST.sha256 in this folder '
+                                     'or the package around it to verify against')
+        self.warnings += verify_manifest(root)
+        self.report.append(f'verified: every file MANIFEST.sha256 lists matches '
+                           f'({root / "MANIFEST.sha256"})')
+
+    def _episode_folder(self) -> Path:
+        if not (self.path / 'episodes').is_dir():
+            if self.options.episode:
+                raise DatasetFormatError(self.path, f'--episode {self.options.episode}: this is '
+                                         'one episode folder, not a package root')
+            return self.path
+        eps = [p for p in _episode_dirs(self.path) if (p / 'calibration.json').is_file()]
+        names = [p.name for p in eps]
+        want = self.options.episode
+        if want is None:
+            if len(eps) == 1:
+                return eps[0]
+            raise DatasetFormatError(self.path, f'the package holds {len(eps)} episodes; choose '
+                                     f'one with --episode (e.g. --episode {names[0]})')
+        if want.isdigit():
+            want = f'episode_{int(want):06d}'
+        if want not in names:
+            shown = ', '.join(names[:5]) + (' ...' if len(names) > 5 else '')
+            raise DatasetFormatError(self.path / 'episodes', f'no episode {want!r} '
+                                     f'(it holds {shown})')
+        return self.path / 'episodes' / want
+
+    def _read(self) -> _Source:
+        if self.path.is_file():
+            if self.options.episode:
+                raise DatasetFormatError(self.path, f'--episode {self.options.episode}: an '
+                                         'HDF5 export holds one episode')
+            x = read_h5_export(self.path)
+            return _Source(x.calibration, x.hands, x.imu, x.videos, x.segments, None,
+                           '/time/t_s', None, x.jpeg_frames)
+        folder = self._episode_folder()
+        self.episode_name = folder.name
+        calib = read_calibration(folder / 'calibration.json')
+        if calib.refined is None:
+            qc = self._package_root()
+            path = qc / 'qc' / 'refined_extrinsics.json' if qc else None
+            if path is not None and path.is_file():
+                from react_ros.formats.text_files import read_text
+                try:
+                    doc = json.loads(read_text(path))
+                except json.JSONDecodeError as exc:
+                    raise DatasetFormatError(path, f'not valid JSON ({exc.msg})') from None
+                calib.refined = parse_refined(doc, path, '')
+                calib.refined_from = 'qc/refined_extrinsics.json'
+        hands = read_hands_jsonl(folder / 'hands_3d.jsonl')
+        self.warnings += hands.warnings
+        imu = read_imu_csv(folder / 'imu.csv')
+        segments: list[dict[str, Any]] = []
+        seg_path = None
+        root = self._package_root()
+        if root is not None and EPISODE_RE.match(folder.name):
+            seg_path = root / 'annotations' / f'{folder.name}_segments.jsonl'
+            if seg_path.is_file():
+                segments = read_segments_jsonl(seg_path)
+            else:
+                seg_path = None
+        assert hands.source_frame is not None and hands.clip_frame is not None
+        offsets = np.unique(hands.source_frame - hands.clip_frame)
+        if len(offsets) > 1:
+            self.warnings.append(f'hands_3d.jsonl: source_frame - clip_frame is not constant '
+                                 f'({offsets.min()}..{offsets.max()}): the clip has cuts')
+        return _Source(calib, hands, imu, {c: folder / f'{c}.mp4' for c in CAMERAS}, segments,
+                       seg_path, 'hands_3d.jsonl t_s', int(offsets[0]))
+
+    def _check_extrinsics(self, calib: Calibration) -> None:
+        # The one pose rule, refusing every fault: a calibration is one piece.
+        rule = PoseRule(PosePolicy(float(self.config['max_quaternion_norm_error']),
+                                   frozenset(FAULTS)))
+        for key, (t, q) in calib.factory.items():
+            rule.check(f'{calib.where}extrinsics {key}', np.concatenate([t, q])[None],
+                       calib.path, unit='entry')
+
+    def _check_videos(self, src: _Source) -> dict[str, video.VideoInfo | _JpegFrames]:
+        infos = {c: self._jpeg(src, c) if c in src.jpeg_frames and not src.videos[c].is_file()
+                 else video.probe(src.videos[c]) for c in CAMERAS}
+        n0, n1 = infos['cam0'].frame_count, infos['cam1'].frame_count
+        if n1 != n0:
+            raise FrameSyncError(src.videos['cam1'], f'{n1} frames but cam0.mp4 has {n0}: frame '
+                                 'i of cam0 pairs with frame i of cam1, so both need every frame')
+        if src.hands.n != n0:
+            raise FrameSyncError(src.hands.path, f'{src.hands.n} frames ({src.time_from}) but '
+                                 f'{src.videos["cam0"].name} has {n0}')
+        for c in CAMERAS:
+            cam, info = src.calib.cameras[c], infos[c]
+            if (cam.width, cam.height) != (info.width, info.height):
+                raise DatasetFormatError(src.calib.path, f'{src.calib.where}cameras.{c} is '
+                                         f'calibrated at {cam.width}x{cam.height} but '
+                                         f'{info.path.name} is {info.width}x{info.height}')
+        return infos
+
+    def _jpeg(self, src: _Source, cam: str) -> _JpegFrames:
+        """The export's embedded JPEGs of `cam`, used where the mp4 it names is absent."""
+        first = next(decode_jpeg_frames(self.path, cam), None)
+        if first is None:
+            raise DatasetFormatError(self.path, f'/frames/{cam} holds no frames')
+        self.warnings.append(f'{self.path.name}: {src.videos[cam].name} is not there; '
+                             f'{cam} from the embedded /frames/{cam} JPEGs')
+        return _JpegFrames(self.path, cam, src.jpeg_frames[cam], first.shape[1], first.shape[0])
+
+    def _check_pts(self, src: _Source) -> None:
+        """Each frame's t_s must be where cam0.mp4 presents that frame."""
+        if isinstance(self.videos['cam0'], _JpegFrames):
+            return  # embedded JPEGs carry no presentation times: /time/t_s is the clock
+        pts = np.array(video.frame_pts_ns(src.videos['cam0']), dtype=np.int64)
+        if len(pts) != src.hands.n:
+            return  # probe already compared counts; a container without PTS per frame
+        rel = (pts - pts[0]) - (self.t_ns - self.t_ns[0])
+        step = float(np.median(np.diff(self.t_ns))) if len(self.t_ns) > 1 else 1e9
+        limit = float(self.config['max_pts_mismatch_frames']) * step
+        bad = np.abs(rel) > limit
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise FrameSyncError(src.hands.path, f'frame {i}: {src.time_from} is '
+                                 f'{src.hands.t_s[i]:.6f} s but {src.videos["cam0"].name} '
+                                 f'presents it at {(pts[i] - pts[0]) / 1e9:.6f} s')
+
+    def _check_imu_rate(self, src: _Source) -> None:
+        if src.imu.n < 2 or src.calib.imu_rate_hz is None:
+            return
+        hz = (src.imu.n - 1) / (src.imu.t_s[-1] - src.imu.t_s[0])
+        stated = src.calib.imu_rate_hz
+        self.imu_hz = hz
+        if abs(hz / stated - 1) > 0.05:
+            self.warnings.append(f'{src.imu.path.name}: {hz:.1f} samples/s, calibration says '
+                                 f'imu.rate_hz {stated:g}')
+
+    def _check_hands(self, hands: HandFrames) -> np.ndarray:
+        """[N, 2] mask of the hands that are published: present with finite keypoints."""
+        ok = hands.present.copy()
+        finite = np.ones_like(ok)
+        for a, b in chunks(hands.n):
+            kp3, _, _ = hands.chunk(a, b)
+            finite[a:b] = np.all(np.isfinite(kp3), axis=(2, 3))
+        for h, side in enumerate(HANDS):
+            rows = np.flatnonzero(ok[:, h])
+            if not len(rows):
+                continue
+            # The pose rule, one keypoint set as one pose: NaN drops that hand's frame.
+            poses = np.zeros((len(rows), 7))
+            poses[:, 6] = 1.0
+            poses[~finite[rows, h], 0] = np.nan
+            good = self.pose_rule.check(f'/hands/{side}/keypoints', poses, hands.path,
+                                        unit='frame', where=' on /hands')
+            ok[rows[~good], h] = False
+        return ok
+
+    def _segments(self, src: _Source) -> list[tuple[int, str]]:
+        items = []
+        path = src.segments_path or src.hands.path
+        for i, seg in enumerate(src.segments):
+            f = seg['start_frame']
+            if f >= src.hands.n or seg['end_frame'] >= src.hands.n:
+                raise DatasetFormatError(path, f'segment {i}: frames {f}..{seg["end_frame"]} '
+                                         f'outside the clip\'s {src.hands.n} cam0 frames')
+            items.append((int(self.t_ns[f]), json.dumps({'type': 'segment', **seg})))
+        items.sort(key=lambda x: x[0])
+        return items
+
+    def _reports(self, src: _Source) -> None:
+        ext, calib = self.ext, src.calib
+        if ext.source == 'refined':
+            mm, deg = ext.apart or (0.0, 0.0)
+            self.report.append(f'extrinsics: cam0 -> cam1 from refined stereo extrinsics '
+                               f'({calib.refined_from}, X1 = R X0 + T); factory values differ '
+                               f'by {mm:.2f} mm, {deg:.3f} deg')
+        else:
+            self.report.append('extrinsics: cam0 -> cam1 from the factory values (child pose in '
+                               'cam0); no refined stereo extrinsics delivered')
+        self.report.append(f'imu: stamped t_s {calib.imu_offset_s * 1000:+.3f} ms '
+                           '(time_offset_to_cam0_s) onto the cam0 clock')
+        if src.source_offset is not None:
+            self.report.append(f'source frames: clip frame 0 is source frame '
+                               f'{src.source_offset} (stamps use the clip)')
+        else:
+            self.report.append('source frames: not in the HDF5 export (stamps use the clip)')
+        root = self._package_root() if not self.path.is_file() else None
+        if root is not None and (root / 'qc' / 'metrics.json').is_file():
+            for v in read_verdicts(root / 'qc' / 'metrics.json'):
+                self.report.append(f'qc: {v}')
+        # Self-check from the data: up to MAX_CHECK_FRAMES frames with a kept hand.
+        rows = np.flatnonzero(self.hand_ok.any(axis=1))
+        if len(rows):
+            rows = rows[np.unique(np.linspace(0, len(rows) - 1,
+                                              min(MAX_CHECK_FRAMES, len(rows))).astype(int))]
+            kp3, kp2, rep = src.hands.rows(rows)
+            keep = self.hand_ok[rows]
+            result = reprojection(calib.cameras['cam0'], kp3[keep], kp2[keep], rep[keep])
+        else:
+            result = None
+        accel, _ = src.imu.chunk(0, min(src.imu.n, 5000))
+        norm = float(np.median(np.linalg.norm(accel, axis=1))) if len(accel) else None
+        join = None
+        if src.source_offset is not None:
+            good, wrong = imu_frame_join(src.hands.t_s, src.imu.t_s, src.imu.frame_index,
+                                         calib.imu_offset_s, src.source_offset)
+            join = (src.source_offset, good, wrong)
+        self.conformance = result
+        self.report += conformance_lines(calib, ext, result, norm, join)
+
+    # -- streams --------------------------------------------------------------------------
+    def _streams(self) -> list[Stream]:
+        streams = [self._tf_static()]
+        for c in CAMERAS:
+            streams += self._camera(c)
+        streams.append(self._imu())
+        streams += [self._keypoints(h) for h in range(2)]
+        streams.append(self._markers())
+        streams.append(self._annotations())
+        return streams
+
+    def _tf_static(self) -> Stream:
+        t0 = self.start_ns
+        f = self.frames
+        transforms = [transform_stamped(f['cam0'], f['cam1'], t0, self.ext.cam1.t,
+                                        self.ext.cam1.quat_xyzw()),
+                      transform_stamped(f['cam0'], f['imu'], t0, self.ext.imu0.t,
+                                        self.ext.imu0.quat_xyzw())]
+
+        def gen() -> Iterator[tuple[int, Any]]:
+            yield t0, tf_message(transforms)  # one merged message, as tf2_ros sends it
+        return Stream('/tf_static', 'tf2_msgs/msg/TFMessage', gen, latched=True, count=1,
+                      approx_bytes=300)
+
+    def _camera(self, cam: str) -> list[Stream]:
+        c = self.src.calib.cameras[cam]
+        k = c.k.reshape(-1).tolist()
+        meta = {'width': c.width, 'height': c.height, 'k': k, 'd': c.d.tolist(),
+                'distortion_model': 'equidistant'}
+        # cam1 is on cam0's clock: frame i of both at cam0 frame i's stamp.
+        source = self.videos[cam]
+        if isinstance(source, _JpegFrames):
+            return self._jpeg_streams(source, meta)
+        return video_camera_streams(source, self.t_ns, f'/{cam}',
+                                    self.frames[cam], meta, image_scale=self.options.image_scale)
+
+    def _jpeg_streams(self, src: _JpegFrames, meta: dict[str, Any]) -> list[Stream]:
+        """Image + CameraInfo from embedded JPEGs: frame i at stamp i, like a video's."""
+        t_ns, frame_id, scale = self.t_ns, self.frames[src.cam], self.options.image_scale
+        size = video.scaled_size(src.width, src.height, scale)
+
+        def images() -> Iterator[tuple[int, Any]]:
+            n = 0
+            for n, img in enumerate(decode_jpeg_frames(src.path, src.cam, scale)):
+                yield int(t_ns[n]), rgb_image(img, int(t_ns[n]), frame_id)
+
+        def infos() -> Iterator[tuple[int, Any]]:
+            for t in t_ns:
+                yield int(t), camera_info(meta, int(t), frame_id, size=size)
+        return [Stream(f'/{src.cam}/image_raw', 'sensor_msgs/msg/Image', images,
+                       count=len(t_ns), heavy=True, approx_bytes=size[0] * size[1] * 3 + 200,
+                       meta={'frames': f'{src.path}:/frames/{src.cam}'}),
+                Stream(f'/{src.cam}/camera_info', 'sensor_msgs/msg/CameraInfo', infos,
+                       count=len(t_ns), approx_bytes=400)]
+
+    def _imu(self) -> Stream:
+        imu, stamps, frame = self.src.imu, self.imu_ns, self.frames['imu']
+
+        def gen() -> Iterator[tuple[int, Any]]:
+            for a, b in chunks(imu.n, 4096):
+                accel, gyro = imu.chunk(a, b)
+                for i in range(b - a):
+                    t = int(stamps[a + i])
+                    msg = Imu()
+                    msg.header.stamp = stamp(t)
+                    msg.header.frame_id = frame
+                    msg.orientation_covariance[0] = -1.0  # no orientation estimate
+                    av, la = msg.angular_velocity, msg.linear_acceleration
+                    av.x, av.y, av.z = (float(v) for v in gyro[i])
+                    la.x, la.y, la.z = (float(v) for v in accel[i])
+                    yield t, msg  # covariances all zero: unknown (sensor_msgs/Imu)
+        return Stream('/imu/data', 'sensor_msgs/msg/Imu', gen, count=imu.n, approx_bytes=330)
+
+    def _frames_with_hands(self) -> Iterator[tuple[int, np.ndarray]]:
+        """(frame, keypoints [2, 21, 3]) for every cam0 frame, read in slices."""
+        for a, b in chunks(self.src.hands.n):
+            kp3, _, _ = self.src.hands.chunk(a, b)
+            for i in range(b - a):
+                yield a + i, kp3[i]
+
+    def _keypoints(self, h: int) -> Stream:
+        side, ok, t_ns, frame = HANDS[h], self.hand_ok[:, h], self.t_ns, self.frames['cam0']
+
+        def gen() -> Iterator[tuple[int, Any]]:
+            for i, kp in self._frames_with_hands():
+                if not ok[i]:
+                    continue
+                msg = PoseArray()
+                msg.header.stamp = stamp(int(t_ns[i]))
+                msg.header.frame_id = frame
+                msg.poses = [_point_pose(p) for p in kp[h]]
+                yield int(t_ns[i]), msg
+        return Stream(f'/hands/{side}/keypoints', 'geometry_msgs/msg/PoseArray', gen,
+                      count=int(ok.sum()), approx_bytes=60 + 56 * JOINTS)
+
+    def _markers(self) -> Stream:
+        ok, t_ns, frame, cfg = self.hand_ok, self.t_ns, self.frames['cam0'], self.config
+
+        def gen() -> Iterator[tuple[int, Any]]:
+            for i, kp in self._frames_with_hands():
+                t = int(t_ns[i])
+                out = MarkerArray()
+                if not ok[i].any():
+                    m = Marker()
+                    m.header.stamp, m.header.frame_id = stamp(t), frame
+                    m.action = Marker.DELETEALL  # no kept hand: clear what was drawn
+                    out.markers = [m]
+                else:
+                    for h, side in enumerate(HANDS):
+                        out.markers += _hand_markers(side, kp[h] if ok[i, h] else None, t, frame,
+                                                     cfg)
+                yield t, out
+        return Stream('/hands/markers', 'visualization_msgs/msg/MarkerArray', gen,
+                      count=len(t_ns), approx_bytes=2000)
+
+    def _annotations(self) -> Stream:
+        items = self.segment_items
+
+        def gen() -> Iterator[tuple[int, Any]]:
+            for t, text in items:
+                yield t, String(data=text)
+        return Stream('/annotations', 'std_msgs/msg/String', gen, count=len(items),
+                      approx_bytes=400)
+
+
+def _is_export(path: Path) -> bool:
+    import h5py
+    try:
+        with h5py.File(path, 'r') as f:
+            return 'calibration' in f and 'time/t_s' in f and 'video' in f
+    except (OSError, ValueError, KeyError):
+        # A damaged file claims to be an export by its name alone only when it says so.
+        return 'episode_' in path.name
+
+
+def _point_pose(p: np.ndarray) -> Pose:
+    pose = Pose()
+    pose.position.x, pose.position.y, pose.position.z = (float(v) for v in p)
+    pose.orientation.w = 1.0  # keypoints have no orientation: identity
+    return pose
+
+
+def _hand_markers(side: str, kp: np.ndarray | None, t: int, frame: str,
+                  cfg: dict[str, Any]) -> list[Marker]:
+    """Joints (SPHERE_LIST, id 0) and bones (LINE_LIST, id 1) of one hand, or their DELETE."""
+    out = []
+    colour = ColorRGBA()
+    # float32 fields: rounded here so a message equals itself after a CDR round trip.
+    colour.r, colour.g, colour.b, colour.a = (float(np.float32(v))
+                                              for v in cfg['marker_colours'][side])
+    for mid, kind in ((0, Marker.SPHERE_LIST), (1, Marker.LINE_LIST)):
+        m = Marker()
+        m.header.stamp, m.header.frame_id = stamp(t), frame
+        m.ns, m.id, m.type = f'{side}_hand', mid, kind
+        if kp is None:
+            m.action = Marker.DELETE  # this hand is not kept in this frame
+        else:
+            m.action = Marker.ADD
+            m.pose.orientation.w = 1.0
+            size = float(cfg['marker_joint_m'] if mid == 0 else cfg['marker_bone_m'])
+            m.scale.x = size
+            m.scale.y = size if mid == 0 else 0.0
+            m.scale.z = size if mid == 0 else 0.0
+            m.color = colour
+            idx = range(JOINTS) if mid == 0 else [j for bone in BONES for j in bone]
+            m.points = [Point(x=float(kp[j][0]), y=float(kp[j][1]), z=float(kp[j][2]))
+                        for j in idx]
+        out.append(m)
+    return out
+
+
+KIND = DatasetKind(
+    name='truetrace', title='TrueTrace stereo egocentric episodes: fisheye stereo mp4s, IMU, '
+    '3D hands (package, episode folder or HDF5 export)',
+    adapter=TrueTraceAdapter, options=TrueTraceOptions,
+    sample='react_ros.samples.truetrace:write_truetrace_sample')
+
+__all__ = ['BONES', 'KIND', 'TrueTraceAdapter', 'TrueTraceOptions']

@@ -1,0 +1,339 @@
+"""The objects adapter: every stream of a converted bag checked against the session files.
+
+Expectations are read from the files (numpy, json), never from the adapter. The bag is
+written by `react-ros convert` and read back with rosbags.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+
+from react_ros import cli
+from react_ros.adapters import EpisodeOptions, open_episode
+from react_ros.adapters.objects import ObjectsOptions
+from react_ros.formats.npz import NpzArchive
+from react_ros.ros.msgs import to_ns
+from react_ros.samples.objects import SESSION, SIZES, write_objects_sample
+
+BASE_NS = 1_000_000_000  # time_base_s of react_ros/config/objects.yaml
+NPZ = f'{SESSION}/motions/objects.npz'
+MARKERS = f'{SESSION}/motions/object_markers.npz'
+
+
+@pytest.fixture(scope='module')
+def release(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_objects_sample(tmp_path_factory.mktemp('objects') / 'release')
+
+
+def files(root: Path) -> dict[str, Any]:
+    with np.load(root / NPZ) as z:
+        out = {k: z[k] for k in z.files}
+    with np.load(root / MARKERS) as z:
+        out.update({k: z[k] for k in z.files})
+    out['t_ns'] = BASE_NS + np.round(out['t'] * 1e9).astype(np.int64)
+    out['names'] = [str(n) for n in out['names']]
+    return out
+
+
+def rewrite_npz(path: Path, **changes: Any) -> None:
+    with np.load(path) as z:
+        data = {k: z[k] for k in z.files}
+    data.update(changes)
+    with open(path, 'wb') as f:
+        np.savez(f, **data)
+
+
+def convert(root: Path, out: Path, *args: str) -> dict[str, list[tuple[int, Any]]]:
+    """topic -> [(log time, message)] of the bag `react-ros convert` writes."""
+    from rosbags.highlevel import AnyReader
+    assert cli.main(['convert', str(root), '-o', str(out), '-q', *args]) == 0
+    topics: dict[str, list[tuple[int, Any]]] = {}
+    with AnyReader([out]) as reader:
+        for conn, t, raw in reader.messages():
+            topics.setdefault(conn.topic, []).append((t, reader.deserialize(raw, conn.msgtype)))
+    return topics
+
+
+@pytest.fixture(scope='module')
+def bag(release: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, list]:
+    return convert(release, tmp_path_factory.mktemp('objects_bag') / 'bag')
+
+
+def _stamp(msg: Any) -> int:
+    return int(msg.sec) * 1_000_000_000 + int(msg.nanosec)
+
+
+def _frame(f: dict[str, Any], t_ns: int) -> int:
+    k = int(np.searchsorted(f['t_ns'], t_ns))
+    assert f['t_ns'][k] == t_ns, t_ns
+    return k
+
+
+# -- /tf ---------------------------------------------------------------------------------
+def test_tf_at_frame_k_is_t_world_obj_on_valid_frames_and_absent_on_invalid(
+        release: Path, bag: dict[str, list]) -> None:
+    f = files(release)
+    usable = f['valid'] & np.all(np.isfinite(f['T_world_obj']), axis=(-1, -2))
+    seen = np.zeros_like(usable)
+    for log_t, msg in bag['/tf']:
+        k = _frame(f, log_t)
+        for tr in msg.transforms:
+            assert _stamp(tr.header.stamp) == log_t  # log time = header.stamp
+            assert tr.header.frame_id == 'world'
+            i = f['names'].index(tr.child_frame_id)
+            want = f['T_world_obj'][i, k]
+            p, q = tr.transform.translation, tr.transform.rotation
+            assert np.allclose([p.x, p.y, p.z], want[:3, 3], atol=1e-12)
+            quat = np.array([q.x, q.y, q.z, q.w])
+            assert abs(np.linalg.norm(quat) - 1) < 1e-9
+            assert np.allclose(Rotation.from_quat(quat).as_matrix(), want[:3, :3], atol=1e-9)
+            seen[i, k] = True
+    assert (seen == usable).all()
+    # the pitfalls of the sample are there: an invalid stretch and an invalid start
+    assert not usable[f['names'].index('LittleBox0')].all()
+    assert not usable[f['names'].index('LittleBox1'), 0]
+    assert f['t_ns'][0] == BASE_NS  # t starts at 0: the documented base keeps it nonzero
+
+
+def test_tf_static_gives_each_mocap_mesh_instance_its_rigid_body_frame(
+        release: Path, bag: dict[str, list]) -> None:
+    f = files(release)
+    [(_, msg)] = bag['/tf_static']
+    got = {tr.child_frame_id: tr for tr in msg.transforms}
+    want = [n for i, n in enumerate(f['names']) if f['pose_frame'][i] == 'mesh'
+            and f['source'][i] == 'mocap']
+    assert sorted(got) == sorted(f'{n}_rigid_body' for n in want)
+    for name in want:
+        i = f['names'].index(name)
+        tr = got[f'{name}_rigid_body']
+        assert tr.header.frame_id == name
+        q, p = tr.transform.rotation, tr.transform.translation
+        m = np.eye(4)
+        m[:3, :3] = Rotation.from_quat([q.x, q.y, q.z, q.w]).as_matrix()
+        m[:3, 3] = [p.x, p.y, p.z]
+        # world -> obj -> rb composes to T_world_rb = T_world_obj @ inv(T_rb_obj)
+        assert np.allclose(m, np.linalg.inv(f['T_rb_obj'][i]), atol=1e-9)
+
+
+def test_every_frame_has_one_parent(bag: dict[str, list]) -> None:
+    """Departure from the issue's `<instance>_rigid_body -> <instance>`: that would give
+    <instance> two parents (world on /tf), which tf2 cannot hold."""
+    parents: dict[str, set[str]] = {}
+    for topic in ('/tf', '/tf_static'):
+        for _, msg in bag[topic]:
+            for tr in msg.transforms:
+                parents.setdefault(tr.child_frame_id, set()).add(tr.header.frame_id)
+    assert all(len(p) == 1 for p in parents.values()), parents
+
+
+# -- /objects/markers --------------------------------------------------------------------
+def test_markers_delete_and_add_at_the_validity_edges(release: Path,
+                                                      bag: dict[str, list]) -> None:
+    f = files(release)
+    usable = f['valid'] & np.all(np.isfinite(f['T_world_obj']), axis=(-1, -2))
+    edges = {0} | set(np.flatnonzero(np.any(usable[:, 1:] != usable[:, :-1], axis=0)) + 1)
+    frames = []
+    for log_t, msg in bag['/objects/markers']:
+        k = _frame(f, log_t)
+        frames.append(k)
+        by_id = {m.id: m for m in msg.markers}
+        assert sorted(by_id) == list(range(len(f['names'])))
+        for i, name in enumerate(f['names']):
+            m = by_id[i]
+            assert m.header.frame_id == name and _stamp(m.header.stamp) == log_t
+            assert m.action == (0 if usable[i, k] else 2)  # ADD / DELETE
+    assert edges <= set(frames)
+    assert len(edges) == 4  # the first frame; LittleBox1 in; LittleBox0 out and back
+
+
+def test_mesh_instances_are_their_mesh_files_and_the_others_boxes(
+        release: Path, bag: dict[str, list]) -> None:
+    f = files(release)
+    _, msg = bag['/objects/markers'][-1]
+    by_id = {m.id: m for m in msg.markers if m.action == 0}
+    for i, name in enumerate(f['names']):
+        m = by_id[i]
+        assert m.frame_locked
+        if f['pose_frame'][i] == 'mesh':
+            assert m.type == 10  # MESH_RESOURCE
+            path = (release / str(f['mesh'][i])).resolve()
+            assert m.mesh_resource == f'file://{path}' and path.is_file()
+        else:
+            assert m.type == 1  # CUBE
+    box = by_id[f['names'].index('LittleBox1')]  # rigid_body copy: its object's mesh bounds
+    assert np.allclose([box.scale.x, box.scale.y, box.scale.z], SIZES['LittleBox'], atol=1e-6)
+    table = by_id[f['names'].index('Table0')]  # no mesh at all: the documented default
+    assert (table.scale.x, table.scale.y, table.scale.z) == (0.3, 0.3, 0.3)
+
+
+def test_marker_refresh_zero_publishes_only_the_first_frame_and_edges(release: Path) -> None:
+    ep = open_episode(release, options=EpisodeOptions(own=ObjectsOptions(marker_refresh=0)))
+    f = files(release)
+    usable = f['valid'] & np.all(np.isfinite(f['T_world_obj']), axis=(-1, -2))
+    edges = [0] + list(np.flatnonzero(np.any(usable[:, 1:] != usable[:, :-1], axis=0)) + 1)
+    [stream] = [s for s in ep.streams if s.topic == '/objects/markers']
+    assert [_frame(f, t) for t, _ in stream.open()] == edges
+
+
+# -- /objects/status ---------------------------------------------------------------------
+def test_status_exactly_at_the_changes_with_the_files_values(release: Path,
+                                                             bag: dict[str, list]) -> None:
+    f = files(release)
+    usable = f['valid'] & np.all(np.isfinite(f['T_world_obj']), axis=(-1, -2))
+    state = np.stack([usable, f['quality'], f['motion'], f['held_by']])
+    changes = [0] + list(np.flatnonzero(np.any(state[:, :, 1:] != state[:, :, :-1],
+                                               axis=(0, 1))) + 1)
+    got = []
+    for log_t, msg in bag['/objects/status']:
+        k = _frame(f, log_t)
+        got.append(k)
+        assert [s.name for s in msg.status] == f['names']
+        for i, s in enumerate(msg.status):
+            values = {kv.key: kv.value for kv in s.values}
+            assert values == {'valid': 'true' if usable[i, k] else 'false',
+                              'quality': str(f['quality'][i, k]),
+                              'motion': str(f['motion'][i, k]),
+                              'held_by': str(f['held_by'][i, k])}
+            assert s.level == (3 if not usable[i, k] else 0)  # STALE / OK (no quality 5)
+    assert got == changes
+    big = f['names'].index('BigBox0')  # the carried box changes all three
+    for key in ('quality', 'motion', 'held_by'):
+        assert len(set(f[key][big].tolist())) > 1, key
+    assert len(got) < f['valid'].shape[1] / 10  # not 120 times a second
+
+
+def test_quality_5_is_a_warning(release: Path, tmp_path: Path) -> None:
+    root = tmp_path / 'release'
+    shutil.copytree(release, root)
+    f = files(root)
+    quality = f['quality'].copy()
+    quality[0, 100:120] = 5
+    source = f['source'].astype('<U8')
+    source[0] = 'vision'
+    rewrite_npz(root / NPZ, quality=quality, source=source)
+    ep = open_episode(root)
+    [stream] = [s for s in ep.streams if s.topic == '/objects/status']
+    levels = {}
+    for t, msg in stream.open():
+        levels[_frame(f, t)] = msg.status[0]
+    assert levels[100].level == b'\x01' and 'guess' in levels[100].message
+    assert levels[120].level == b'\x00'
+
+
+# -- /objects/raw_markers ----------------------------------------------------------------
+def test_raw_markers_are_the_seen_points_coloured_by_consistency(
+        release: Path, bag: dict[str, list]) -> None:
+    f = files(release)
+    pts, agree = f['markers_m'], f['consistent']
+    seen = np.all(np.isfinite(pts), axis=-1)
+    assert (~seen).any()  # the sample has unseen markers
+    for log_t, msg in bag['/objects/raw_markers']:
+        k = _frame(f, log_t)
+        for m in msg.markers:
+            assert m.header.frame_id == 'world'
+            i = m.id
+            if m.action == 2:
+                assert not seen[i, k].any() and seen[i, k - 1].any()
+                continue
+            want = pts[i, k][seen[i, k]]
+            got = np.array([[p.x, p.y, p.z] for p in m.points])
+            assert np.allclose(got, want, atol=1e-12)
+            green = np.array([c.g > 0.5 and c.r < 0.5 for c in m.colors])
+            assert (green == agree[i, k][seen[i, k]]).all()
+    frames = {_frame(f, t) for t, _ in bag['/objects/raw_markers']}
+    assert frames == set(np.flatnonzero(seen.any(axis=(0, 2))))
+
+
+# -- validity computed, not trusted ------------------------------------------------------
+def test_a_valid_frame_holding_nan_is_dropped_counted_and_reported(release: Path,
+                                                                   tmp_path: Path) -> None:
+    root = tmp_path / 'release'
+    shutil.copytree(release, root)
+    f = files(root)
+    poses = f['T_world_obj'].copy()
+    poses[0, 10, 0, 3] = np.nan  # BigBox0 is valid on every frame
+    rewrite_npz(root / NPZ, T_world_obj=poses)
+    ep = open_episode(root)
+    assert ep.invalid_poses == {'T_world_obj[BigBox0]': 1}
+    assert any('BigBox0' in w and '1 pose(s) not published' in w for w in ep.warnings)
+    tf = {t: msg for s in ep.streams if s.topic == '/tf' for t, msg in s.open()}
+    assert 'BigBox0' not in [tr.child_frame_id for tr in tf[int(f['t_ns'][10])].transforms]
+    assert 'BigBox0' in [tr.child_frame_id for tr in tf[int(f['t_ns'][11])].transforms]
+    status = {t: msg for s in ep.streams if s.topic == '/objects/status' for t, msg in s.open()}
+    big = status[int(f['t_ns'][10])].status[0]
+    assert {kv.key: kv.value for kv in big.values}['valid'] == 'false'
+    assert 'NaN' in big.message
+
+
+# -- the self-check of the frame conventions ----------------------------------------------
+def test_marker_check_agrees_on_the_sample_and_catches_t_rb_obj_the_other_way(
+        release: Path, tmp_path: Path) -> None:
+    ep = open_episode(release)
+    checks = [line for line in ep.report if 'marker check: BigBox0' in line]
+    assert checks and ' lands 0.' in checks[0], checks  # under 1 mm (0.5 mm noise)
+    assert not [w for w in ep.warnings if 'disagree' in w]
+    # negative control: T_rb_obj stored the other way round must be caught
+    root = tmp_path / 'release'
+    shutil.copytree(release, root)
+    f = files(root)
+    t_rb = f['T_rb_obj'].copy()
+    t_rb[0] = np.linalg.inv(t_rb[0])
+    rewrite_npz(root / NPZ, T_rb_obj=t_rb)
+    warned = [w for w in open_episode(root).warnings if 'disagree' in w]
+    assert len(warned) == 1 and 'BigBox0' in warned[0]
+
+
+# -- info, the layout --------------------------------------------------------------------
+def test_info_lists_instances_absent_and_the_files_not_read(release: Path) -> None:
+    ep = open_episode(release)
+    text = '\n'.join(ep.report)
+    doc = json.loads((release / SESSION / 'motions' / 'objects.json').read_text())
+    assert doc['absent'] == ['LittleBox2'] and 'absent (objects.json, not in the npz): ' \
+        'LittleBox2' in text
+    for rel in ('motions/smplx.npz', 'motions/markers.npz', 'raw/mocap/BigBox.csv'):
+        assert rel in text
+    assert 'never used for poses' in text
+    assert 'LittleBox1: LittleBox, source mocap, pose_frame rigid_body (TF LittleBox1 is ' \
+        'its Nokov rigid-body frame)' in text
+    assert 'valid 80.0 %' in text and 'calib_rms_mm 1.30' in text
+
+
+def test_a_session_folder_and_its_release_root_give_the_same_episode(release: Path,
+                                                                     tmp_path: Path) -> None:
+    a, b = open_episode(release), open_episode(release / SESSION)
+    assert a.path == b.path and [s.topic for s in a.streams] == [s.topic for s in b.streams]
+    root = tmp_path / 'release'
+    shutil.copytree(release, root)
+    shutil.copytree(root / SESSION, root / 'S02_other')
+    with pytest.raises(Exception, match='choose one with --episode'):
+        open_episode(root)
+    assert open_episode(root, options=EpisodeOptions(episode='S02_other')).path == \
+        root / 'S02_other'
+
+
+def test_the_lazy_reader_reads_stored_and_compressed_members_as_numpy(release: Path) -> None:
+    for rel, key, stored in ((NPZ, 'T_world_obj', True), (MARKERS, 'markers_m', False)):
+        npz = NpzArchive(release / rel)
+        assert npz.member(key).stored is stored
+        with np.load(release / rel) as z:
+            whole = z[key]
+        parts = [block for _, block in npz.chunks(key, 50)]
+        assert all(p.shape[1] <= 50 for p in parts)
+        assert np.array_equal(np.concatenate(parts, axis=1), whole, equal_nan=True)
+        npz.close()
+
+
+def test_stamps_are_the_time_base_plus_t(release: Path) -> None:
+    ep = open_episode(release)
+    f = files(release)
+    assert ep.start_ns == BASE_NS and ep.end_ns == int(f['t_ns'][-1])
+    tf = [t for s in ep.streams if s.topic == '/tf' for t, _ in s.open()]
+    assert tf == f['t_ns'].tolist()
+    assert to_ns(next(m for s in ep.streams if s.topic == '/tf' for _, m in s.open())
+                 .transforms[0].header.stamp) == BASE_NS

@@ -1,0 +1,217 @@
+"""Bad RoboTwin input, whatever its shape: one line naming the file, nothing written or changed.
+
+The promise and how it is checked: bad_input_support.py. The cases are the issue's list plus
+the format document's known defects (the R/B swap, millimetres, wxyz, padding, the embodiment
+folder, the replay report).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import h5py
+import numpy as np
+import pytest
+from bad_input_support import Accepted, Refused, check_accepted, check_refused, ids
+from robotwin_support import DATA, EP0, EPISODE, EXTRA0, robotwin_release
+
+from react_ros.formats.robotwin_hdf5 import decode_jpeg
+from react_ros.samples.robotwin import encode_jpeg
+
+HEAD = 'observation/head_camera'
+REPORT = 'reports/replay_success_check_failed.json'
+ID = ('--episode', EPISODE)
+
+
+def _h5(rel: str, edit: Callable[[h5py.File], None]) -> Callable[[Path], None]:
+    def breaker(root: Path) -> None:
+        with h5py.File(root / rel, 'r+') as f:
+            edit(f)
+    return breaker
+
+
+def _replace(key: str, make: Callable[[np.ndarray], np.ndarray]) -> Callable[[h5py.File], None]:
+    def edit(f: h5py.File) -> None:
+        data = make(f[key][()])
+        del f[key]
+        f.create_dataset(key, data=data)
+    return edit
+
+
+def _set(key: str, index: Any, value: Any) -> Callable[[h5py.File], None]:
+    def edit(f: h5py.File) -> None:
+        data = f[key][()]
+        data[index] = value
+        del f[key]
+        f.create_dataset(key, data=data)
+    return edit
+
+
+def _truncate(rel: str) -> Callable[[Path], None]:
+    def breaker(root: Path) -> None:
+        path = root / rel
+        data = path.read_bytes()
+        path.write_bytes(data[:len(data) // 2])
+    return breaker
+
+
+def _jpegs(rewrite: Callable[[int, bytes], bytes]) -> Callable[[h5py.File], None]:
+    def edit(f: h5py.File) -> None:
+        key = f'{HEAD}/rgb'
+        frames = [rewrite(i, bytes(j).rstrip(b'\0')) for i, j in enumerate(f[key][()])]
+        width = max(len(j) for j in frames)
+        del f[key]
+        f.create_dataset(key, data=np.array([j.ljust(width, b'\0') for j in frames],
+                                            dtype=f'S{width}'))
+    return edit
+
+
+def _garbage_frame(i: int, jpeg: bytes) -> bytes:
+    return b'\x89PNG not a jpeg at all' if i == 3 else jpeg
+
+
+def _unswapped(i: int, jpeg: bytes) -> bytes:
+    # A release without the documented defect: the JPEG holds the true colours.
+    return encode_jpeg(decode_jpeg(jpeg, Path('x'), 'x'), swap=True)
+
+
+def _rename(old: str, new: str) -> Callable[[Path], None]:
+    def breaker(root: Path) -> None:
+        (root / old).rename(root / new)
+    return breaker
+
+
+def _write(rel: str, text: str) -> Callable[[Path], None]:
+    def breaker(root: Path) -> None:
+        (root / rel).write_text(text)
+    return breaker
+
+
+def _attr(key: str, value: str) -> Callable[[h5py.File], None]:
+    def edit(f: h5py.File) -> None:
+        f['segmentation'].attrs[key] = value
+    return edit
+
+
+def _scale_quaternion(key: str, factor: float, index: Any) -> Callable[[h5py.File], None]:
+    def make(p: np.ndarray) -> np.ndarray:
+        p = p.copy()
+        p[index] = p[index] * factor
+        return p
+    return _replace(key, make)
+
+
+REFUSED = [
+    Refused('truncated episode HDF5', _truncate(EP0), EP0, ('HDF5', 'truncated'), ID),
+    Refused('truncated extra HDF5', _truncate(EXTRA0), EXTRA0, ('HDF5',), ID),
+    Refused('missing dataset', _h5(EP0, lambda f: f.__delitem__('pointcloud')), EP0,
+            ('pointcloud', 'missing'), ID),
+    Refused('missing extra dataset', _h5(EXTRA0, lambda f: f.__delitem__('entities/kind')),
+            EXTRA0, ('entities/kind', 'missing'), ID),
+    Refused('depth has fewer frames than rgb', _h5(EP0, _replace(f'{HEAD}/depth',
+                                                                 lambda d: d[:-1])),
+            EP0, ('depth', 'one depth image per frame'), ID),
+    Refused('segmentation of another size', _h5(EP0, _replace(
+        f'{HEAD}/actor_segmentation', lambda d: d[:, :-2])), EP0, ('actor_segmentation',), ID),
+    Refused('joint vector shorter than its parts', _h5(EP0, _replace(
+        'joint_action/vector', lambda d: d[:, :-1])), EP0, ('joint_action/vector', '13'), ID),
+    Refused('point cloud without colour', _h5(EP0, _replace('pointcloud',
+                                                            lambda d: d[..., :3])),
+            EP0, ('pointcloud', 'xyz and rgb'), ID),
+    Refused('a JPEG that does not decode', _h5(EP0, _jpegs(_garbage_frame)), EP0,
+            ('rgb frame 3', 'JPEG'), ID),
+    Refused('_extra with another T', _h5(EXTRA0, _replace('entities/pose', lambda d: d[:-3])),
+            EXTRA0, ('entities/pose', 'not of this episode'), ID),
+    Refused('non-unit endpose quaternion', _h5(EP0, _scale_quaternion(
+        'endpose/left_endpose', 1.2, (slice(4, None), slice(3, 7)))), EP0,
+            ('endpose/left_endpose', 'row 4', 'not a unit quaternion'), ID),
+    Refused('non-unit entity quaternion', _h5(EXTRA0, _scale_quaternion(
+        'entities/pose', 0.5, (slice(2, 3), 3, slice(3, 7)))), EXTRA0,
+            ('020_hammer', 'row 2', 'not a unit quaternion'), ID),
+    Refused('zero quaternion', _h5(EP0, _set('endpose/right_endpose', (0, slice(3, 7)), 0.0)),
+            EP0, ('endpose/right_endpose', 'zero quaternion'), ID),
+    Refused('zero focal length', _h5(EP0, _set(f'{HEAD}/intrinsic_cv', (2, 0, 0), 0.0)), EP0,
+            ('intrinsic_cv frame 2',), ID),
+    Refused('NaN in intrinsics', _h5(EP0, _set(f'{HEAD}/intrinsic_cv', (1, 0, 2), np.nan)),
+            EP0, ('intrinsic_cv', 'NaN'), ID),
+    Refused('extrinsic that is no rotation', _h5(EP0, _set(f'{HEAD}/extrinsic_cv', (5, 0, 0),
+                                                           3.0)), EP0,
+            ('extrinsic_cv frame 5', 'not a rotation'), ID),
+    Refused('unknown entity kind', _h5(EXTRA0, _replace(
+        'entities/kind', lambda k: np.array([b'rigid'] * (len(k) - 1) + [b'ghost'],
+                                            dtype=object))), EXTRA0, ('ghost',), ID),
+    Refused('entity id twice', _h5(EXTRA0, _set('entities/entity_id', 1, 1)), EXTRA0,
+            ('repeats',), ID),
+    Refused('targets that are not JSON', _h5(EXTRA0, _attr('targets', '{"A": unique')), EXTRA0,
+            ('targets', 'JSON'), ID),
+    Refused('replay report that is not JSON', _write(REPORT, '[{"task": '), REPORT, ('JSON',),
+            ID),
+    Refused('wrong embodiment for the joints', None, EP0, ('14 columns', 'franka'),
+            (*ID, '--embodiment', 'franka')),
+    Refused('no embodiment folder', _rename('agilex', 'robots'), DATA.replace('agilex', 'robots')
+            + '/episode0.hdf5', ('embodiment',),
+            ('--episode', EPISODE.replace('agilex', 'robots'))),
+    Refused('unknown episode', None, '', ('no episode', 'episode7'),
+            ('--episode', 'agilex/beat_block_hammer/episode7')),
+    Refused('several episodes and no --episode', None, '', ('--episode', '2 RoboTwin')),
+    Refused('fps zero', None, '--fps', ('> 0',), (*ID, '--fps', '0')),
+    Refused('fps not a number', None, '--fps', (), (*ID, '--fps', 'fast')),
+    Refused('unknown embodiment', None, '--embodiment', ('ur5',), (*ID, '--embodiment', 'ur5')),
+]
+
+
+ACCEPTED = [
+    Accepted('JPEGs without the R/B swap', _h5(EP0, _jpegs(_unswapped)), ('R/B swap',), ID),
+    Accepted('depth in metres, not millimetres', _h5(EP0, _replace(
+        f'{HEAD}/depth', lambda d: d / 1000.0)), ('not millimetres',), ID),
+    Accepted('cam2world_gl off extrinsic_cv', _h5(EP0, _set(f'{HEAD}/cam2world_gl',
+                                                            (4, 1, 3), 0.5)),
+             ('cam2world_gl disagrees',), ID),
+    Accepted('NaN end poses are dropped', _h5(EP0, _set('endpose/left_endpose', (6, 0),
+                                                        np.nan)),
+             ('endpose/left_endpose', '1 pose(s) not published', 'NaN'), ID),
+    Accepted('no _extra beside the episode', lambda root: (root / EXTRA0).unlink(),
+             ('no episode0_extra.hdf5',), ID),
+    Accepted('a static entity that moves', _h5(EXTRA0, _set('entities/pose', (5, 0, 0), 0.3)),
+             ('static entity table moves',), ID),
+]
+
+
+@pytest.fixture(scope='module')
+def release(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return robotwin_release(tmp_path_factory)
+
+
+@pytest.mark.parametrize('case', REFUSED, ids=ids(REFUSED))
+def test_bad_robotwin_input_is_refused(case: Refused, release: Path, tmp_path: Path,
+                                       capfd: pytest.CaptureFixture[str]) -> None:
+    check_refused(case, release, tmp_path, capfd)
+
+
+@pytest.mark.parametrize('case', ACCEPTED, ids=ids(ACCEPTED))
+def test_odd_robotwin_input_is_converted_with_a_warning(case: Accepted, release: Path,
+                                                        tmp_path: Path,
+                                                        capfd: pytest.CaptureFixture[str]
+                                                        ) -> None:
+    check_accepted(case, release, tmp_path, capfd)
+
+
+def test_the_table_covers_the_issue(release: Path) -> None:
+    names = ' '.join(c.name for c in REFUSED)
+    for what in ('truncated', 'missing dataset', 'fewer frames', 'does not decode',
+                 '_extra with another T', 'non-unit'):
+        assert what in names, what
+    assert len(REFUSED) + len(ACCEPTED) >= 15
+
+
+def test_the_extra_file_given_as_the_episode_is_refused(release: Path,
+                                                        capfd: pytest.CaptureFixture[str]
+                                                        ) -> None:
+    from react_ros import cli
+    capfd.readouterr()
+    for args in (['info', str(release / EXTRA0), '--kind', 'robotwin'],
+                 ['info', str(release / EXTRA0)]):
+        assert cli.main(args) == 2
+        out, err = capfd.readouterr()
+        assert (out + err).startswith(f'error: {release / EXTRA0}:') and '_extra' in err, err
+        assert len((out + err).splitlines()) == 1

@@ -1,0 +1,373 @@
+"""TrueTrace streams checked against the files themselves (numpy/h5py/json, not the adapter).
+
+Bags are converted once per module, from the episode folder and from the HDF5
+export of the same episode, and read back with mcap + mcap_ros2.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+import pytest
+from mcap.reader import make_reader
+from mcap_ros2.decoder import DecoderFactory
+from scipy.spatial.transform import Rotation
+from truetrace_support import EP, EXPORT, edit_json, truetrace_package
+
+from react_ros.adapters import detect_kind, open_episode
+from react_ros.adapters.base import EpisodeOptions
+from react_ros.adapters.truetrace import TrueTraceOptions
+from react_ros.formats.truetrace_geometry import project_equidistant, project_plumb_bob
+from react_ros.samples.truetrace import IMU_OFFSET_S, SOURCE_OFFSET
+from react_ros.sinks.bag import write_bag
+
+BASE_NS = 1_000_000_000  # config/truetrace.yaml time_base_ns
+
+
+def _ns(seconds: float) -> int:
+    return BASE_NS + int(round(seconds * 1e9))
+
+
+@pytest.fixture(scope='module')
+def package(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return truetrace_package(tmp_path_factory)
+
+
+def _read_bag(bag: Path) -> dict[str, list[tuple[int, bytes, Any]]]:
+    out: dict[str, list[tuple[int, bytes, Any]]] = {}
+    (mcap,) = sorted(bag.glob('*.mcap'))
+    with open(mcap, 'rb') as f:
+        reader = make_reader(f, decoder_factories=[DecoderFactory()])
+        for _, channel, message, decoded in reader.iter_decoded_messages(log_time_order=True):
+            assert message.log_time == message.publish_time
+            out.setdefault(channel.topic, []).append((message.log_time, bytes(message.data),
+                                                      decoded))
+    return out
+
+
+@pytest.fixture(scope='module')
+def bags(package: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    out = {}
+    tmp = tmp_path_factory.mktemp('tt_bags')
+    for name, path in (('folder', package / EP), ('export', package / EXPORT)):
+        write_bag(open_episode(path, 'truetrace'), tmp / name)
+        out[name] = _read_bag(tmp / name)
+    return out
+
+
+def _stamp(msg: Any) -> int:
+    h = msg.transforms[0].header if hasattr(msg, 'transforms') else \
+        msg.markers[0].header if hasattr(msg, 'markers') else msg.header
+    return int(h.stamp.sec) * 1_000_000_000 + int(h.stamp.nanosec)
+
+
+def _hands_lines(package: Path) -> list[dict[str, Any]]:
+    return [json.loads(s) for s in (package / EP / 'hands_3d.jsonl').read_text().splitlines()]
+
+
+def _calibration(package: Path) -> dict[str, Any]:
+    return json.loads((package / EP / 'calibration.json').read_text())
+
+
+# -- three ways in, one set of messages ------------------------------------------------------
+def test_all_three_layouts_are_truetrace(package: Path) -> None:
+    for path in (package, package / EP, package / EXPORT):
+        assert detect_kind(path) == 'truetrace'
+
+
+def test_folder_and_export_give_the_same_messages(bags: dict[str, dict]) -> None:
+    folder, export = bags['folder'], bags['export']
+    assert sorted(folder) == sorted(export)
+    for topic in folder:
+        a = [(t, data) for t, data, _ in folder[topic]]
+        b = [(t, data) for t, data, _ in export[topic]]
+        assert len(a) == len(b), topic
+        assert a == b, topic  # stamps and CDR payloads, message by message
+
+
+def test_the_package_root_is_its_only_episode(package: Path) -> None:
+    a = open_episode(package, 'truetrace')
+    b = open_episode(package, 'truetrace', EpisodeOptions(episode='episode_000000'))
+    assert [s.count for s in a.streams] == [s.count for s in b.streams]
+    assert a.start_ns == b.start_ns == BASE_NS
+
+
+# -- cameras ---------------------------------------------------------------------------------
+def test_both_cameras_are_stamped_with_cam0_clip_time(package: Path,
+                                                      bags: dict[str, dict]) -> None:
+    want = [_ns(line['t_s']) for line in _hands_lines(package)]
+    with h5py.File(package / EXPORT) as f:
+        assert [_ns(t) for t in f['time/t_s'][()]] == want
+    msgs = bags['folder']
+    for cam in ('cam0', 'cam1'):
+        for topic in (f'/{cam}/image_raw', f'/{cam}/camera_info'):
+            got = msgs[topic]
+            assert [t for t, _, _ in got] == want, topic
+            assert [_stamp(m) for _, _, m in got] == want, topic
+            assert {m.header.frame_id for _, _, m in got} == {f'{cam}_optical_frame'}
+    img = msgs['/cam1/image_raw'][0][2]
+    assert (img.encoding, img.width, img.height) == ('rgb8', 192, 108)
+
+
+def test_camera_info_is_equidistant_with_the_four_coefficients(package: Path,
+                                                              bags: dict[str, dict]) -> None:
+    calib = _calibration(package)
+    for cam in ('cam0', 'cam1'):
+        c = calib['cameras'][cam]
+        info = bags['folder'][f'/{cam}/camera_info'][0][2]
+        assert info.distortion_model == 'equidistant'
+        assert list(info.d) == c['D'] and len(info.d) == 4
+        assert list(info.k) == c['K']
+        assert (info.width, info.height) == (c['width'], c['height'])
+
+
+def test_the_dots_in_cam1_are_where_the_published_tf_and_camera_info_put_them(
+        package: Path, bags: dict[str, dict]) -> None:
+    """The sample's videos show a dot at every kept keypoint: projecting the published
+    keypoints into cam1 through the published /tf_static and CameraInfo lands on them; the
+    other extrinsic convention lands off the dots."""
+    msgs = bags['folder']
+    tf = {t.child_frame_id: t.transform for t in msgs['/tf_static'][0][2].transforms}
+    tr = tf['cam1_optical_frame']
+    r = Rotation.from_quat([tr.rotation.x, tr.rotation.y, tr.rotation.z, tr.rotation.w])
+    t = np.array([tr.translation.x, tr.translation.y, tr.translation.z])
+    info = msgs['/cam1/camera_info'][0][2]
+    k, d = np.array(info.k).reshape(3, 3), np.array(info.d)
+    frame = 5  # both hands kept
+    kp = np.array([[p.position.x, p.position.y, p.position.z]
+                   for side in ('left', 'right')
+                   for p in next(m for ts, _, m in msgs[f'/hands/{side}/keypoints']
+                                 if ts == msgs['/cam1/image_raw'][frame][0]).poses])
+    img = msgs['/cam1/image_raw'][frame][2]
+    pixels = np.frombuffer(img.data, dtype=np.uint8).reshape(img.height, img.width, 3)
+
+    def brightness(points_cam1: np.ndarray) -> float:
+        uv = np.round(project_equidistant(points_cam1, k, d)).astype(int)
+        inside = (uv[:, 0] >= 0) & (uv[:, 0] < img.width) & (uv[:, 1] >= 0) & \
+            (uv[:, 1] < img.height)
+        return float(pixels[uv[inside, 1], uv[inside, 0]].min(axis=1).mean()) \
+            if inside.any() else 0.0
+    right = r.inv().apply(kp - t)  # X1 = R_tf^T (X0 - t_tf)
+    wrong = r.apply(kp) + t  # the child pose read as OpenCV's X1 = R X0 + T
+    assert brightness(right) > 200
+    assert brightness(wrong) < 150
+
+
+# -- extrinsics ------------------------------------------------------------------------------
+def test_tf_static_uses_the_refined_extrinsics_opencv_convention(package: Path,
+                                                                 bags: dict[str, dict]) -> None:
+    (msgs,) = bags['folder']['/tf_static']
+    assert msgs[0] == BASE_NS
+    tfs = {(x.header.frame_id, x.child_frame_id): x.transform for x in msgs[2].transforms}
+    assert set(tfs) == {('cam0_optical_frame', 'cam1_optical_frame'),
+                        ('cam0_optical_frame', 'imu0')}
+    tr = tfs[('cam0_optical_frame', 'cam1_optical_frame')]
+    r_tf = Rotation.from_quat([tr.rotation.x, tr.rotation.y, tr.rotation.z, tr.rotation.w])
+    t_tf = np.array([tr.translation.x, tr.translation.y, tr.translation.z])
+    ref = _calibration(package)['refined_stereo_extrinsics']
+    r, big_t = np.array(ref['R']), np.array(ref['T'])
+    x0 = np.random.default_rng(0).normal(0, 1, (10, 3))
+    # TF: X0 = R_tf X1 + t_tf, so X1 = R_tf^T (X0 - t_tf) must be OpenCV's R X0 + T.
+    np.testing.assert_allclose(r_tf.inv().apply(x0 - t_tf), x0 @ r.T + big_t, atol=1e-9)
+    assert t_tf[0] > 0.06  # cam1 right of the left camera
+    imu = tfs[('cam0_optical_frame', 'imu0')]
+    fac = _calibration(package)['extrinsics']['cam0->imu0']
+    np.testing.assert_allclose([imu.translation.x, imu.translation.y, imu.translation.z],
+                               fac['t'])
+    q = np.array([imu.rotation.x, imu.rotation.y, imu.rotation.z, imu.rotation.w])
+    assert abs(abs(float(q @ np.array(fac['q']))) - 1) < 1e-12
+
+
+def test_without_refined_values_the_factory_child_pose_is_used(package: Path,
+                                                               tmp_path: Path) -> None:
+    root = Path(shutil.copytree(package, tmp_path / 'pkg'))
+    edit_json(root / EP / 'calibration.json', lambda d: d.pop('refined_stereo_extrinsics'))
+    (root / 'qc' / 'refined_extrinsics.json').unlink()
+    ep = open_episode(root, 'truetrace')
+    (tf,) = [m for s in ep.streams if s.topic == '/tf_static' for _, m in s.open()]
+    tr = {x.child_frame_id: x.transform for x in tf.transforms}['cam1_optical_frame']
+    fac = _calibration(root)['extrinsics']['cam0->cam1']
+    np.testing.assert_allclose([tr.translation.x, tr.translation.y, tr.translation.z], fac['t'])
+    q = np.array([tr.rotation.x, tr.rotation.y, tr.rotation.z, tr.rotation.w])
+    assert abs(abs(float(q @ np.array(fac['q']))) - 1) < 1e-12
+    assert any(line.startswith('extrinsics: cam0 -> cam1 from the factory') for line in ep.report)
+
+
+def test_info_says_which_extrinsics_and_how_far_apart(package: Path) -> None:
+    ep = open_episode(package, 'truetrace')
+    (line,) = [x for x in ep.report if x.startswith('extrinsics:')]
+    assert 'refined stereo extrinsics' in line and ' mm, ' in line and ' deg' in line
+    fac = _calibration(package)['extrinsics']['cam0->cam1']
+    ref = _calibration(package)['refined_stereo_extrinsics']
+    r = np.array(ref['R'])
+    c_ref = -r.T @ np.array(ref['T'])
+    mm = float(np.linalg.norm(c_ref - np.array(fac['t'])) * 1000)
+    assert f'{mm:.2f} mm' in line
+
+
+# -- IMU -------------------------------------------------------------------------------------
+def test_imu_rows_are_moved_onto_the_cam0_clock(package: Path, bags: dict[str, dict]) -> None:
+    with open(package / EP / 'imu.csv') as f:
+        rows = list(csv.DictReader(f))
+    offset = _calibration(package)['imu']['time_offset_to_cam0_s']
+    assert offset == IMU_OFFSET_S < 0
+    msgs = bags['folder']['/imu/data']
+    assert len(msgs) == len(rows)
+    # stamp = base + t_s + time_offset_to_cam0_s: a negative offset stamps the IMU earlier
+    # than its own t_s says.
+    want = [BASE_NS + int(round((float(r['t_s']) + offset) * 1e9)) for r in rows]
+    assert [t for t, _, _ in msgs] == want
+    assert [_stamp(m) for _, _, m in msgs] == want
+    assert want[0] < _ns(float(rows[0]['t_s']))
+    for row, (_, _, m) in zip(rows[::97], msgs[::97]):
+        assert m.header.frame_id == 'imu0'
+        assert [m.linear_acceleration.x, m.linear_acceleration.y, m.linear_acceleration.z] == \
+            [float(row[k]) for k in ('accel_x', 'accel_y', 'accel_z')]
+        assert [m.angular_velocity.x, m.angular_velocity.y, m.angular_velocity.z] == \
+            [float(row[k]) for k in ('gyro_x', 'gyro_y', 'gyro_z')]
+        assert m.orientation_covariance[0] == -1.0
+        assert not any(m.angular_velocity_covariance) and \
+            not any(m.linear_acceleration_covariance)
+
+
+def test_imu_frame_index_is_source_numbering_never_a_stamp(package: Path) -> None:
+    with open(package / EP / 'imu.csv') as f:
+        rows = list(csv.DictReader(f))
+    assert int(rows[0]['frame_index']) == SOURCE_OFFSET
+    ep = open_episode(package, 'truetrace')
+    text = '\n'.join(ep.report)
+    assert f'source frames: clip frame 0 is source frame {SOURCE_OFFSET}' in text
+    assert 'ok   imu.csv frame_index is source numbering: 100.0 % of rows' in text
+    assert 'frame_index as clip numbering: 0.0 % of rows' in text
+
+
+# -- hands -----------------------------------------------------------------------------------
+def test_keypoints_are_published_as_labelled_only_when_present(package: Path,
+                                                              bags: dict[str, dict]) -> None:
+    lines = _hands_lines(package)
+    for side, label in (('left', 'Left'), ('right', 'Right')):
+        want = [(_ns(line['t_s']), h['keypoints_3d_cam0_m']) for line in lines
+                for h in line['hands'] if h['hand'] == label]
+        got = bags['folder'][f'/hands/{side}/keypoints']
+        assert len(got) == len(want) < len(lines)
+        for (t, kp), (bt, _, msg) in zip(want, got):
+            assert bt == t == _stamp(msg)
+            assert msg.header.frame_id == 'cam0_optical_frame'
+            pts = np.array([[p.position.x, p.position.y, p.position.z] for p in msg.poses])
+            np.testing.assert_array_equal(pts, np.asarray(kp, dtype=np.float32))
+            assert {p.orientation.w for p in msg.poses} == {1.0}
+
+
+def test_markers_draw_kept_hands_and_clear_the_others(package: Path,
+                                                      bags: dict[str, dict]) -> None:
+    lines = _hands_lines(package)
+    msgs = bags['folder']['/hands/markers']
+    assert len(msgs) == len(lines)
+    seen_empty = seen_one = False
+    for line, (t, _, arr) in zip(lines, msgs):
+        assert t == _ns(line['t_s'])
+        labels = {h['hand'].lower() for h in line['hands']}
+        if not labels:
+            seen_empty = True
+            assert [m.action for m in arr.markers] == [3]  # DELETEALL
+            continue
+        seen_one |= len(labels) == 1
+        by = {(m.ns, m.id): m for m in arr.markers}
+        for side in ('left', 'right'):
+            joints, bones = by[(f'{side}_hand', 0)], by[(f'{side}_hand', 1)]
+            if side in labels:
+                assert (joints.action, joints.type, bones.type) == (0, 7, 5)
+                assert len(joints.points) == 21 and len(bones.points) % 2 == 0
+                hand = next(h for h in line['hands'] if h['hand'].lower() == side)
+                np.testing.assert_array_equal(
+                    [[p.x, p.y, p.z] for p in joints.points],
+                    np.asarray(hand['keypoints_3d_cam0_m'], dtype=np.float32))
+                assert joints.header.frame_id == 'cam0_optical_frame'
+            else:
+                assert joints.action == bones.action == 2  # DELETE
+    assert seen_empty and seen_one
+
+
+# -- annotations -----------------------------------------------------------------------------
+def test_segments_are_published_at_their_start_frame(package: Path,
+                                                     bags: dict[str, dict]) -> None:
+    segs = [json.loads(s) for s in
+            (package / 'annotations' / 'episode_000000_segments.jsonl').read_text().splitlines()]
+    lines = _hands_lines(package)
+    got = bags['folder']['/annotations']
+    assert len(got) == len(segs)
+    for seg, (t, _, msg) in zip(segs, got):
+        doc = json.loads(msg.data)
+        assert t == _ns(lines[seg['start_frame']]['t_s'])
+        assert doc['type'] == 'segment'
+        for key in ('task', 'action', 'review_status', 'boundary_tolerance_s', 'start_frame',
+                    'end_frame'):
+            assert doc[key] == seg[key]
+
+
+# -- the self-check and its negative controls ------------------------------------------------
+def _sample_points(package: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    x, uv, err = [], [], []
+    for line in _hands_lines(package):
+        for h in line['hands']:
+            x += h['keypoints_3d_cam0_m']
+            uv += h['keypoints_2d_cam0_px']
+            err += h['reprojection_error_px']
+    return np.array(x), np.array(uv), np.array(err)
+
+
+def test_conformance_passes_and_its_negative_controls_fail(package: Path) -> None:
+    ep = open_episode(package, 'truetrace')
+    assert 'conformance: PASS' in ep.report
+    # The same numbers, recomputed here from the files with the published CameraInfo.
+    c = _calibration(package)['cameras']['cam0']
+    k, d = np.array(c['K']).reshape(3, 3), np.array(c['D'])
+    x, uv, err = _sample_points(package)
+    good = np.linalg.norm(project_equidistant(x, k, d) - uv, axis=1)
+    plumb = np.linalg.norm(project_plumb_bob(x, k, np.r_[d, 0.0]) - uv, axis=1)
+    assert np.mean(good <= err + 0.5) >= 0.95
+    assert np.median(plumb) > 3 * np.median(err)
+    text = '\n'.join(ep.report)
+    assert f'plumb_bob median {np.median(plumb):.1f} px' in text
+    assert 'the other convention puts cam1 at x = -' in text
+
+
+def test_a_wrong_distortion_model_fails_the_self_check(package: Path, tmp_path: Path) -> None:
+    root = Path(shutil.copytree(package, tmp_path / 'pkg'))
+
+    def plumb(d: dict) -> None:  # a pinhole calibration claiming to be the fisheye one
+        d['cameras']['cam0']['D'] = [0.3, 0.1, 0.0, 0.0]
+    edit_json(root / EP / 'calibration.json', plumb)
+    ep = open_episode(root, 'truetrace')
+    assert 'conformance: FAIL' in ep.report
+    assert any(line.startswith('FAIL keypoints_3d_cam0_m') for line in ep.report)
+
+
+def test_refined_values_in_the_factory_convention_fail_the_self_check(package: Path,
+                                                                      tmp_path: Path) -> None:
+    root = Path(shutil.copytree(package, tmp_path / 'pkg'))
+
+    def mixed(d: dict) -> None:  # refined written as a child pose: the classic mix-up
+        fac = d['extrinsics']['cam0->cam1']
+        d['refined_stereo_extrinsics'] = {
+            'R': Rotation.from_quat(fac['q']).as_matrix().tolist(), 'T': fac['t']}
+    edit_json(root / EP / 'calibration.json', mixed)
+    ep = open_episode(root, 'truetrace')
+    assert 'conformance: FAIL' in ep.report
+    assert any(line.startswith('FAIL cam1 from refined') for line in ep.report)
+
+
+# -- verify and qc ---------------------------------------------------------------------------
+def test_verify_checks_the_manifest_and_info_shows_the_qc_verdicts(package: Path) -> None:
+    ep = open_episode(package, 'truetrace', EpisodeOptions(own=TrueTraceOptions(verify=True)))
+    assert any(line.startswith('verified: every file MANIFEST.sha256 lists') for line in ep.report)
+    qc = json.loads((package / 'qc' / 'metrics.json').read_text())['verdicts']
+    shown = [line for line in ep.report if line.startswith('qc: ')]
+    assert len(shown) == len(qc)
+    for v, line in zip(qc, shown):
+        assert line.startswith(f"qc: {v['gate']}: {'pass' if v['pass'] else 'FAIL'}")

@@ -1,0 +1,229 @@
+"""Bad TrueTrace input, whatever its shape: one line naming the file, nothing written or changed.
+
+The promise and how it is checked: bad_input_support.py. Every bad input issue 9 lists,
+and the format document's known defects, through the package, the episode folder and
+the HDF5 export.
+"""
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import av
+import h5py
+import numpy as np
+import pytest
+from bad_input_support import Accepted, Refused, check_accepted, check_refused, ids
+from truetrace_support import EP, EXPORT, edit_json, edit_lines, truetrace_package
+
+from react_ros.formats.truetrace_files import IMU_COLUMNS
+from react_ros.formats.video import decode_rgb
+
+CAL = f'{EP}/calibration.json'
+IMU = f'{EP}/imu.csv'
+HANDS = f'{EP}/hands_3d.jsonl'
+SEGMENTS = 'annotations/episode_000000_segments.jsonl'
+
+
+def _calib(edit):
+    return lambda root: edit_json(root / CAL, edit)
+
+
+def _short_video(cam: str, drop: int = 3):
+    def breaker(root: Path) -> None:
+        path = root / EP / f'{cam}.mp4'
+        frames = list(decode_rgb(path))[:-drop]
+        with av.open(str(path), mode='w') as out:
+            s = out.add_stream('libx264', rate=30, options={'preset': 'ultrafast'})
+            s.width, s.height, s.pix_fmt = frames[0].shape[1], frames[0].shape[0], 'yuv420p'
+            s.time_base = Fraction(1, 30)
+            for i, img in enumerate(frames):
+                f = av.VideoFrame.from_ndarray(img, format='rgb24')
+                f.pts = i
+                out.mux(s.encode(f))
+            out.mux(s.encode(None))
+    return breaker
+
+
+def _truncate(rel: str, keep: float = 0.5):
+    def breaker(root: Path) -> None:
+        data = (root / rel).read_bytes()
+        (root / rel).write_bytes(data[:int(len(data) * keep)])
+    return breaker
+
+
+def _imu_csv(edit):
+    return lambda root: edit_lines(root / IMU, edit)
+
+
+def _drop_column(name: str):
+    def edit(i: int, line: str) -> str:
+        cells = line.split(',')
+        del cells[IMU_COLUMNS.index(name)]
+        return ','.join(cells)
+    return _imu_csv(edit)
+
+
+def _hands_line(index: int, edit):
+    def breaker(root: Path) -> None:
+        def one(i: int, line: str) -> str:
+            if i != index:
+                return line
+            doc = json.loads(line)
+            edit(doc)
+            return json.dumps(doc)
+        edit_lines(root / HANDS, one)
+    return breaker
+
+
+def _h5(edit):
+    def breaker(root: Path) -> None:
+        with h5py.File(root / EXPORT, 'r+') as f:
+            edit(f)
+    return breaker
+
+
+def _replace_dataset(name: str, value):
+    def edit(f) -> None:
+        del f[name]
+        f[name] = value
+    return edit
+
+
+def _shift_times_from(frame: int, seconds: float):
+    def edit(i: int, line: str) -> str:
+        if i < frame:
+            return line
+        doc = json.loads(line)
+        doc['t_s'] = round(doc['t_s'] + seconds, 6)
+        return json.dumps(doc)
+    return lambda root: edit_lines(root / HANDS, edit)
+
+
+CASES = [
+    Refused('verify_manifest_mismatch', _imu_csv(lambda i, s: s.replace('0', '1', 1)
+                                                 if i == 5 else s),
+            IMU, ('MANIFEST.sha256', 'sha256'), args=('--verify',)),
+    Refused('verify_listed_file_missing', lambda r: (r / 'qc' / 'index.html').unlink(),
+            'qc/index.html', ('listed in MANIFEST.sha256', 'missing'), args=('--verify',)),
+    Refused('verify_episode_folder_checks_its_package', _truncate(f'{EP}/cam1.mp4', 0.99),
+            f'{EP}/cam1.mp4', ('MANIFEST.sha256',), args=('--verify',), target=EP),
+    Refused('cam1_shorter_than_cam0', _short_video('cam1'), f'{EP}/cam1.mp4',
+            ('57 frames', 'cam0.mp4 has 60')),
+    Refused('cam0_truncated', _truncate(f'{EP}/cam0.mp4'), f'{EP}/cam0.mp4', ('video',)),
+    Refused('calibration_without_cam1', _calib(lambda d: d['cameras'].pop('cam1')), CAL,
+            ("no camera 'cam1'",)),
+    Refused('calibration_non_unit_quaternion',
+            _calib(lambda d: d['extrinsics']['cam0->cam1'].update(
+                q=[x * 1.3 for x in d['extrinsics']['cam0->cam1']['q']])),
+            CAL, ('extrinsics cam0->cam1', 'not a unit quaternion')),
+    Refused('calibration_zero_imu_quaternion',
+            _calib(lambda d: d['extrinsics']['cam0->imu0'].update(q=[0, 0, 0, 0])),
+            CAL, ('cam0->imu0', 'zero quaternion')),
+    Refused('calibration_refined_r_not_a_rotation',
+            _calib(lambda d: d['refined_stereo_extrinsics'].update(
+                R=(2 * np.eye(3)).tolist())), CAL, ('refined_stereo_extrinsics', 'rotation')),
+    Refused('calibration_three_distortion_numbers',
+            _calib(lambda d: d['cameras']['cam0'].update(D=[0.1, 0.2, 0.3])), CAL,
+            ('cameras.cam0.D', '4 numbers')),
+    Refused('calibration_other_model', _calib(lambda d: d.update(model='pinhole')), CAL,
+            ("'model' is 'pinhole'",)),
+    Refused('calibration_size_is_not_the_video',
+            _calib(lambda d: d['cameras']['cam1'].update(width=1920, height=1080)), CAL,
+            ('1920x1080', '192x108')),
+    Refused('imu_offset_in_milliseconds',
+            _calib(lambda d: d['imu'].update(time_offset_to_cam0_s=-0.775 * 1000)), CAL,
+            ('time_offset_to_cam0_s',)),
+    Refused('imu_missing_column', _drop_column('gyro_z'), IMU, ("'gyro_z' is missing",)),
+    Refused('imu_non_numeric_value',
+            _imu_csv(lambda i, s: s.replace(s.split(',')[3], 'n/a', 1) if i == 7 else s),
+            IMU, ('line 8', "accel_y 'n/a' is not a number")),
+    Refused('imu_time_goes_back',
+            _imu_csv(lambda i, s: '0.5' + s[s.index(','):] if i == 9 else s),
+            IMU, ('line 11', 'times must increase')),
+    Refused('hands_wrong_keypoint_count',
+            _hands_line(5, lambda d: d['hands'][0].update(
+                keypoints_3d_cam0_m=d['hands'][0]['keypoints_3d_cam0_m'][:20])),
+            HANDS, ('line 6', 'keypoints_3d_cam0_m holds 20 keypoints', '21 x 3')),
+    Refused('hands_unknown_label', _hands_line(3, lambda d: d['hands'][0].update(hand='L')),
+            HANDS, ('line 4', "'L'")),
+    Refused('hands_line_missing', lambda r: edit_lines(r / HANDS, lambda i, s:
+                                                      None if i == 59 else s),
+            HANDS, ('59 frames', 'cam0.mp4 has 60')),
+    Refused('hands_clip_frame_out_of_order',
+            _hands_line(10, lambda d: d.update(clip_frame=11)), HANDS,
+            ('line 11', 'clip_frame 11')),
+    Refused('hands_t_s_not_the_video_time', _shift_times_from(30, 0.05), HANDS,
+            ('frame 30', 'presents it at 1.000000 s')),
+    Refused('segments_outside_the_clip',
+            lambda r: edit_lines(r / SEGMENTS, lambda i, s: s.replace('"end_frame": 59',
+                                                                      '"end_frame": 75')),
+            SEGMENTS, ('segment 1', 'outside')),
+    Refused('unknown_episode', None, 'episodes', ("no episode 'episode_000007'",),
+            args=('--episode', '7')),
+    Refused('export_truncated', _truncate(EXPORT, 0.6), EXPORT, ('not a readable HDF5',),
+            target=EXPORT),
+    Refused('export_missing_dataset', _h5(lambda f: f.__delitem__('hands/present')), EXPORT,
+            ('/hands/present is missing',), target=EXPORT),
+    Refused('export_keypoints_wrong_shape',
+            _h5(_replace_dataset('hands/keypoints_3d_m', np.zeros((60, 2, 20, 3), 'f4'))),
+            EXPORT, ('/hands/keypoints_3d_m has shape (60, 2, 20, 3)',), target=EXPORT),
+    Refused('export_calibration_without_camera',
+            _h5(lambda f: f['calibration'].attrs.__setitem__('json', json.dumps(
+                {**json.loads(f['calibration'].attrs['json']), 'cameras': {}}))),
+            EXPORT, ('/calibration attribute json', "no camera 'cam0'"), target=EXPORT),
+    Refused('export_names_a_missing_mp4',
+            _h5(lambda f: f['video/cam1'].attrs.__setitem__('file', 'nowhere/cam1.mp4')),
+            'export/nowhere/cam1.mp4', ('missing',), target=EXPORT),
+    Refused('episode_given_for_the_export', None, EXPORT, ('--episode', 'one episode'),
+            args=('--episode', '0'), target=EXPORT),
+    Refused('verify_export_without_manifest', lambda r: (r / 'MANIFEST.sha256').unlink(),
+            EXPORT, ('--verify', 'no MANIFEST.sha256'), args=('--verify',), target=EXPORT),
+]
+
+def _left_hand_not_at_frame_7(bag: Path) -> None:
+    """The NaN hand is off the wire: one left-hand message fewer, and no NaN anywhere."""
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
+    (mcap,) = sorted(bag.glob('*.mcap'))
+    stamps, nans = [], 0
+    with open(mcap, 'rb') as f:
+        reader = make_reader(f, decoder_factories=[DecoderFactory()])
+        for _, _, message, msg in reader.iter_decoded_messages(topics=['/hands/left/keypoints']):
+            stamps.append(message.log_time)
+            nans += sum(not np.isfinite([p.position.x, p.position.y, p.position.z]).all()
+                        for p in msg.poses)
+    assert nans == 0
+    assert 1_000_000_000 + round(7 / 30 * 1e9) not in stamps
+    assert len(stamps) == 50  # 51 left hands in the sample
+
+
+ACCEPTED = [
+    Accepted('hand_with_nan_keypoints_dropped',
+             _hands_line(7, lambda d: d['hands'][0]['keypoints_3d_cam0_m'][3].__setitem__(
+                 0, float('nan'))),
+             ('/hands/left/keypoints', '1 pose(s) not published', 'NaN'),
+             check=_left_hand_not_at_frame_7),
+    Accepted('one_label_twice_keeps_the_more_confident',
+             _hands_line(8, lambda d: d['hands'].__setitem__(1, {**d['hands'][1],
+                                                                 'hand': 'Left'})),
+             ('hands_3d.jsonl', 'one hand label twice')),
+]
+
+
+@pytest.fixture(scope='module')
+def package(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return truetrace_package(tmp_path_factory)
+
+
+@pytest.mark.parametrize('case', CASES, ids=ids(CASES))
+def test_refused(case: Refused, package: Path, tmp_path: Path,
+                 capfd: pytest.CaptureFixture[str]) -> None:
+    check_refused(case, package, tmp_path, capfd)
+
+
+@pytest.mark.parametrize('case', ACCEPTED, ids=ids(ACCEPTED))
+def test_accepted(case: Accepted, package: Path, tmp_path: Path,
+                  capfd: pytest.CaptureFixture[str]) -> None:
+    check_accepted(case, package, tmp_path, capfd)

@@ -1,0 +1,68 @@
+"""TrueTrace over real DDS: `react-ros play` on the HDF5 export (with --verify) delivers every
+IMU row, both cameras on cam0's clock and the latched extrinsics; expectations from the files."""
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import h5py
+import pytest
+from live_support import PLAYER, Listener, spawn, stop
+from truetrace_support import EP, EXPORT, truetrace_package
+
+from react_ros.ros import qos
+from react_ros.ros.msgs import to_ns
+
+pytestmark = pytest.mark.timeout(180)
+BASE_NS = 1_000_000_000
+
+
+@pytest.fixture
+def listener():
+    node = Listener('truetrace_listener')
+    yield node
+    node.close()
+
+
+def test_play_delivers_imu_and_stereo_on_the_cam0_clock(
+        listener: Listener, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    from rosbag2_interfaces import srv
+    root = truetrace_package(tmp_path_factory)
+    topics = {'/imu/data': 'sensor_msgs/msg/Imu',
+              '/cam0/camera_info': 'sensor_msgs/msg/CameraInfo',
+              '/cam1/camera_info': 'sensor_msgs/msg/CameraInfo',
+              '/hands/right/keypoints': 'geometry_msgs/msg/PoseArray'}
+    for topic, msg_type in topics.items():
+        listener.subscribe(topic, msg_type)
+    log = tmp_path / 'player.log'
+    player = spawn(['-m', 'react_ros.cli', 'play', str(root / EXPORT), '--verify',
+                    '--start-paused', '--quiet', '--rate', '2'], log)
+    try:
+        assert listener.wait_for_publishers(topics), log.read_text()
+        listener.subscribe('/tf_static', 'tf2_msgs/msg/TFMessage', qos.LATCHED)
+        listener.call(f'/{PLAYER}/resume', srv.Resume)
+        assert listener.spin_until(lambda: player.poll() is not None, 120), 'player never ended'
+        listener.spin_for(0.5)
+    finally:
+        assert stop(player) == 0, log.read_text()
+
+    with open(root / EP / 'imu.csv') as f:
+        rows = list(csv.DictReader(f))
+    offset = json.loads((root / EP / 'calibration.json').read_text())['imu'][
+        'time_offset_to_cam0_s']
+    imu = listener.msgs['/imu/data']
+    assert [to_ns(m.header.stamp) for m in imu] == \
+        [BASE_NS + round((float(r['t_s']) + offset) * 1e9) for r in rows]
+    with h5py.File(root / EXPORT) as f:
+        frames = [BASE_NS + round(t * 1e9) for t in f['time/t_s'][()]]
+        right = [BASE_NS + round(t * 1e9) for t, p in zip(f['time/t_s'][()],
+                                                          f['hands/present'][()]) if p[1]]
+    for cam in ('cam0', 'cam1'):
+        got = listener.msgs[f'/{cam}/camera_info']
+        assert [to_ns(m.header.stamp) for m in got] == frames
+        assert {m.distortion_model for m in got} == {'equidistant'}
+    assert [to_ns(m.header.stamp) for m in listener.msgs['/hands/right/keypoints']] == right
+    (static,) = listener.msgs['/tf_static']
+    assert {(t.header.frame_id, t.child_frame_id) for t in static.transforms} == {
+        ('cam0_optical_frame', 'cam1_optical_frame'), ('cam0_optical_frame', 'imu0')}
