@@ -16,6 +16,7 @@ test: setup
 bench: setup
 	@$(ENV) python bench/bench_umi.py
 	@$(ENV) python bench/bench_react.py
+	@$(ENV) python bench/bench_robotwin.py
 
 clean:
 	rm -rf .venv build install log .pytest_cache

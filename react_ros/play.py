@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 import time
-from typing import Callable
+from contextlib import contextmanager
+from typing import Callable, Iterator
 
 import rclpy
 from rclpy.context import Context
@@ -79,10 +82,27 @@ def play_episode(episode: Episode | Callable[[], Episode], args: argparse.Namesp
         freeze_heap()
         return player.run()
     finally:
-        if table is not None:
-            table.close()
-        if rsp is not None:
-            rsp.stop()
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown(context=context)
+        # A Ctrl-C (or a launcher's SIGINT) now must not cut the shutdown of DDS
+        # short: that aborted the process ("terminate called without an active
+        # exception"). What is left is bounded (the state publisher's stop).
+        with _signals_ignored():
+            if table is not None:
+                table.close()
+            if rsp is not None:
+                rsp.stop()
+            if node is not None:
+                node.destroy_node()
+            rclpy.try_shutdown(context=context)
+
+
+@contextmanager
+def _signals_ignored() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)

@@ -107,8 +107,9 @@ def _play_everything_while_busy(episode, tmp_path: Path, extra: list[str]) -> No
                 got['/tf'] = sum(1 for m in listener.msgs['/tf']
                                  if not _is_robot_state_tf(m, frames))
             return got
-        # Everything, or the player has ended and nothing more is coming.
-        listener.spin_until(lambda: received() == expected or player.poll() is not None, 120)
+        # The player ends by itself (after its subscribers acknowledged); then
+        # whatever is still in this process's queues.
+        listener.spin_until(lambda: player.poll() is not None, 120)
         listener.spin_until(lambda: received() == expected, 20)
         got = received()
     finally:

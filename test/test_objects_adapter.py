@@ -65,6 +65,20 @@ def bag(release: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, li
     return convert(release, tmp_path_factory.mktemp('objects_bag') / 'bag')
 
 
+def stream_msgs(episode: Any, topic: str) -> list[tuple[int, Any]]:
+    """(t_ns, message) of a topic, CDR bytes deserialised with rclpy."""
+    from rclpy.serialization import deserialize_message
+
+    from react_ros.ros.msgs import message_class
+    out = []
+    for s in episode.streams:
+        if s.topic == topic:
+            cls = message_class(s.msg_type)
+            out += [(t, deserialize_message(m, cls) if isinstance(m, bytes) else m)
+                    for t, m in s.open()]
+    return out
+
+
 def _stamp(msg: Any) -> int:
     return int(msg.sec) * 1_000_000_000 + int(msg.nanosec)
 
@@ -262,10 +276,10 @@ def test_a_valid_frame_holding_nan_is_dropped_counted_and_reported(release: Path
     ep = open_episode(root)
     assert ep.invalid_poses == {'T_world_obj[BigBox0]': 1}
     assert any('BigBox0' in w and '1 pose(s) not published' in w for w in ep.warnings)
-    tf = {t: msg for s in ep.streams if s.topic == '/tf' for t, msg in s.open()}
+    tf = dict(stream_msgs(ep, '/tf'))
     assert 'BigBox0' not in [tr.child_frame_id for tr in tf[int(f['t_ns'][10])].transforms]
     assert 'BigBox0' in [tr.child_frame_id for tr in tf[int(f['t_ns'][11])].transforms]
-    status = {t: msg for s in ep.streams if s.topic == '/objects/status' for t, msg in s.open()}
+    status = dict(stream_msgs(ep, '/objects/status'))
     big = status[int(f['t_ns'][10])].status[0]
     assert {kv.key: kv.value for kv in big.values}['valid'] == 'false'
     assert 'NaN' in big.message
@@ -335,5 +349,42 @@ def test_stamps_are_the_time_base_plus_t(release: Path) -> None:
     assert ep.start_ns == BASE_NS and ep.end_ns == int(f['t_ns'][-1])
     tf = [t for s in ep.streams if s.topic == '/tf' for t, _ in s.open()]
     assert tf == f['t_ns'].tolist()
-    assert to_ns(next(m for s in ep.streams if s.topic == '/tf' for _, m in s.open())
-                 .transforms[0].header.stamp) == BASE_NS
+    assert to_ns(stream_msgs(ep, '/tf')[0][1].transforms[0].header.stamp) == BASE_NS
+
+
+# -- the CDR written directly is what rclpy would write -----------------------------------
+@pytest.mark.parametrize('names', [['a'], ['BigBox0', 'LittleBox12', 'T'], ['xyz', 'abcd']])
+def test_direct_cdr_equals_rclpy_serialisation(names: list[str]) -> None:
+    from geometry_msgs.msg import Point
+    from std_msgs.msg import ColorRGBA
+    from visualization_msgs.msg import Marker, MarkerArray
+
+    from react_ros.ros.cdr_writer import (CdrWriter, SphereLists, delete_marker_cdr,
+                                          tf_message_cdr)
+    from react_ros.ros.msgs import stamp
+    from react_ros.ros.tf import tf_message, transform_stamped
+    from react_ros.sinks.bag import cdr_payload
+    rng = np.random.default_rng(len(names))
+    t = 1_234_567_891_011
+    tr, q = rng.normal(size=(len(names), 3)), Rotation.random(len(names), rng=1).as_quat()
+    want = tf_message(transform_stamped('world', n, t, tr[i], q[i]) for i, n in enumerate(names))
+    assert tf_message_cdr(t, 'world', names, tr, q) == bytes(cdr_payload(want))
+    # a MarkerArray of sphere lists (0..3 points) and deletes, frame ids of every length
+    spheres = SphereLists(names[0], 'raw_markers', range(len(names) + 1), 0.015)
+    w, array = CdrWriter(), MarkerArray()
+    w.u32(2 * len(names))
+    for i, name in enumerate(names):
+        pts, cols = rng.normal(size=(i, 3)), rng.random((i, 4)).astype('<f4')
+        spheres.write(w, t, i, pts, cols)
+        delete_marker_cdr(w, t, name, 'raw_markers', i + 7)
+        m = Marker(ns='raw_markers', id=i, type=Marker.SPHERE_LIST, action=Marker.ADD)
+        m.header.stamp, m.header.frame_id = stamp(t), names[0]
+        m.scale.x = m.scale.y = m.scale.z = 0.015
+        m.color = ColorRGBA(r=1.0, g=1.0, b=1.0, a=1.0)
+        m.points = [Point(x=float(x), y=float(y), z=float(z)) for x, y, z in pts]
+        m.colors = [ColorRGBA(r=float(c[0]), g=float(c[1]), b=float(c[2]), a=float(c[3]))
+                    for c in cols]
+        d = Marker(ns='raw_markers', id=i + 7, action=Marker.DELETE)
+        d.header.stamp, d.header.frame_id = stamp(t), name
+        array.markers += [m, d]
+    assert w.bytes() == bytes(cdr_payload(array))

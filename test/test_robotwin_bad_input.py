@@ -70,6 +70,10 @@ def _garbage_frame(i: int, jpeg: bytes) -> bytes:
     return b'\x89PNG not a jpeg at all' if i == 3 else jpeg
 
 
+def _half_size(i: int, jpeg: bytes) -> bytes:
+    return encode_jpeg(decode_jpeg(jpeg, Path('x'), 'x', (80, 60)), swap=False)
+
+
 def _unswapped(i: int, jpeg: bytes) -> bytes:
     # A release without the documented defect: the JPEG holds the true colours.
     return encode_jpeg(decode_jpeg(jpeg, Path('x'), 'x'), swap=True)
@@ -118,6 +122,10 @@ REFUSED = [
     Refused('point cloud without colour', _h5(EP0, _replace('pointcloud',
                                                             lambda d: d[..., :3])),
             EP0, ('pointcloud', 'xyz and rgb'), ID),
+    Refused('JPEGs of another size than the depth', _h5(EP0, _jpegs(_half_size)), EP0,
+            ('rgb frames are 80x60', 'depth is 160x120'), ID),
+    Refused('image scale too large', None, '--image-scale', ('16384',),
+            (*ID, '--image-scale', '200')),
     Refused('a JPEG that does not decode', _h5(EP0, _jpegs(_garbage_frame)), EP0,
             ('rgb frame 3', 'JPEG'), ID),
     Refused('_extra with another T', _h5(EXTRA0, _replace('entities/pose', lambda d: d[:-3])),

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import json
 import shutil
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -371,3 +372,42 @@ def test_verify_checks_the_manifest_and_info_shows_the_qc_verdicts(package: Path
     assert len(shown) == len(qc)
     for v, line in zip(qc, shown):
         assert line.startswith(f"qc: {v['gate']}: {'pass' if v['pass'] else 'FAIL'}")
+
+
+# -- the export's embedded JPEG frames -------------------------------------------------------
+def test_embedded_jpegs_are_used_where_the_mp4_is_not(package: Path, tmp_path: Path) -> None:
+    import av
+
+    from react_ros.formats.video import decode_rgb
+    root = Path(shutil.copytree(package, tmp_path / 'pkg'))
+    mp4 = {cam: list(decode_rgb(root / EP / f'{cam}.mp4')) for cam in ('cam0', 'cam1')}
+    with h5py.File(root / EXPORT, 'r+') as f:
+        for cam, frames in mp4.items():
+            data = []
+            for img in frames:
+                codec = av.CodecContext.create('mjpeg', 'w')
+                codec.width, codec.height, codec.pix_fmt = img.shape[1], img.shape[0], 'yuvj444p'
+                codec.options = {'qscale': '2'}
+                codec.time_base = Fraction(1, 30)
+                frame = av.VideoFrame.from_ndarray(img, format='rgb24').reformat(
+                    format='yuvj444p')
+                data.append(np.frombuffer(b''.join(bytes(p) for p in codec.encode(frame))
+                                          + b''.join(bytes(p) for p in codec.encode(None)),
+                                          dtype=np.uint8))
+            ds = f.create_dataset(f'frames/{cam}', (len(data),),
+                                  dtype=h5py.vlen_dtype(np.uint8))
+            for i, d in enumerate(data):
+                ds[i] = d
+            f[f'video/{cam}'].attrs['file'] = f'gone/{cam}.mp4'
+    ep = open_episode(root / EXPORT, 'truetrace')
+    assert any('embedded /frames/cam1 JPEGs' in w for w in ep.warnings)
+    want = [_ns(line['t_s']) for line in _hands_lines(package)]
+    for cam, frames in mp4.items():
+        (images,) = [s for s in ep.streams if s.topic == f'/{cam}/image_raw']
+        got = list(images.open())
+        assert [t for t, _ in got] == want
+        for (_, msg), img in zip(got, frames):
+            assert (msg.width, msg.height, msg.encoding) == (192, 108, 'rgb8')
+            assert msg.header.frame_id == f'{cam}_optical_frame'
+            pixels = np.frombuffer(bytes(msg.data), dtype=np.uint8).reshape(img.shape)
+            assert np.abs(pixels.astype(int) - img).mean() < 3.0  # the same frame, via JPEG

@@ -38,13 +38,12 @@ from react_ros.adapters.base import DatasetKind, Episode, EpisodeOptions
 from react_ros.adapters.poses import NON_UNIT, ZERO_QUATERNION, PosePolicy, PoseRule
 from react_ros.errors import DatasetFormatError
 from react_ros.formats.objects_session import (
-    HELD_BY, MARKERS_NPZ, MOTION, OBJECTS_JSON, OBJECTS_NPZ, QUALITY, Instance, Session,
+    HELD_BY, MARKERS_NPZ, MOTION, OBJECTS_JSON, OBJECTS_NPZ, QUALITY, Instance,
     marker_residual_mm, read_session, rigid_faults, scan_markers, scan_poses)
 from react_ros.formats.ply import ply_bounds
 from react_ros.formats.times import check_ns, seconds_to_ns
 from react_ros.options import KindOptions, at_least, option
-from react_ros.ros.cdr_writer import (CdrWriter, delete_marker_cdr, sphere_list_cdr,
-                                      tf_message_cdr)
+from react_ros.ros.cdr_writer import CdrWriter, SphereLists, delete_marker_cdr, tf_message_cdr
 from react_ros.ros.msgs import stamp
 from react_ros.ros.tf import tf_message, transform_stamped
 from react_ros.streams import Stream
@@ -141,7 +140,7 @@ class ObjectsAdapter:
         base = seconds_to_ns(float(self.config.get('time_base_s', 1.0)), self.path,
                              'time_base_s')
         self.t_ns = base + np.round(s.t_s * 1e9).astype(np.int64)
-        check_ns(int(self.t_ns[-1]), s.objects.path, f"the last frame (time_base_s + key 't')")
+        check_ns(int(self.t_ns[-1]), s.objects.path, "the last frame (time_base_s + key 't')")
         self.boxes = {i.name: self._box_size(i) for i in s.instances if i.mesh_path is None}
         return Episode(kind=self.kind, path=root, start_ns=int(self.t_ns[0]),
                        end_ns=int(self.t_ns[-1]), streams=self._streams(),
@@ -394,26 +393,31 @@ class ObjectsAdapter:
         good = np.array([0.25, 0.875, 0.25, 1.0])  # consistent with the pose
         bad = np.array([1.0, 0.375, 0.125, 1.0])
 
+        spheres = SphereLists('world', RAW_NS, range(n), diameter)
+
         def gen() -> Iterator[tuple[int, Any]]:
             consistent = npz.chunks('consistent', chunk)
             for a, block in npz.chunks('markers_m', chunk):
                 _, agree = next(consistent)
+                vis = np.all(np.isfinite(block), axis=-1)  # (n, m, k)
+                colours = np.where(agree[..., None] != 0, good, bad).astype('<f4')
+                points = np.ascontiguousarray(block, dtype='<f8')
                 for k in np.flatnonzero(keep[a:a + block.shape[1]]):
                     f = a + k
                     t = int(t_ns[f])
                     # CDR written directly: 120 Hz x every instance (ros/cdr_writer.py)
-                    shown = [i for i in range(n) if seen[i, f]]
-                    gone = [i for i in range(n) if not seen[i, f] and f > 0 and seen[i, f - 1]]
+                    now, before = seen[:, f], seen[:, f - 1] if f > 0 else np.zeros(n, bool)
                     w = CdrWriter()
-                    w.u32(len(shown) + len(gone))
+                    w.u32(int(now.sum() + (before & ~now).sum()))
                     for i in range(n):
-                        if i in gone:
+                        if now[i]:
+                            v = vis[i, k]
+                            if v.all():
+                                spheres.write(w, t, i, points[i, k], colours[i, k])
+                            else:
+                                spheres.write(w, t, i, points[i, k][v], colours[i, k][v])
+                        elif before[i]:
                             delete_marker_cdr(w, t, 'world', RAW_NS, i)
-                        elif seen[i, f]:
-                            pts = block[i, k]
-                            vis = np.all(np.isfinite(pts), axis=1)
-                            sphere_list_cdr(w, t, 'world', RAW_NS, i, diameter, pts[vis],
-                                            np.where(agree[i, k][vis, None], good, bad))
                     yield t, w.bytes()
         return Stream('/objects/raw_markers', 'visualization_msgs/msg/MarkerArray', gen,
                       count=len(frames), approx_bytes=100 * n)

@@ -29,6 +29,7 @@ from std_msgs.msg import String
 
 from react_ros.adapters.base import DatasetKind, Episode, EpisodeOptions, package_config
 from react_ros.adapters.poses import NON_UNIT, ZERO_QUATERNION, PosePolicy, PoseRule
+from react_ros.adapters.video_streams import MAX_SIDE
 from react_ros.errors import DatasetFormatError, ReactRosError
 from react_ros.formats import robotwin_hdf5 as rh
 from react_ros.formats.times import check_ns, seconds_to_ns
@@ -400,6 +401,10 @@ class RobotwinAdapter:
         frame_id = f'{cam}_optical_frame'
         w, h = cal.size
         size = scaled_size(w, h, self.options.image_scale)
+        if max(size) > MAX_SIDE:
+            raise ReactRosError(f'--image-scale {self.options.image_scale:g} would make the '
+                                f'{w}x{h} frames of {cam} {size[0]}x{size[1]}; at most '
+                                f'{MAX_SIDE} pixels a side')
         scaled = size if size != (w, h) else None
 
         def image(fr: rh.Frames, r: int, t: int) -> Image:

@@ -432,7 +432,6 @@ class TrueTraceAdapter:
         size = video.scaled_size(src.width, src.height, scale)
 
         def images() -> Iterator[tuple[int, Any]]:
-            n = 0
             for n, img in enumerate(decode_jpeg_frames(src.path, src.cam, scale)):
                 yield int(t_ns[n]), rgb_image(img, int(t_ns[n]), frame_id)
 

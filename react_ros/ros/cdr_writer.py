@@ -70,17 +70,31 @@ class CdrWriter:
         return bytes(self.buf)
 
 
+def _pad(buf: bytearray, n: int) -> None:
+    pad = (-(len(buf) - 4)) % n
+    if pad:
+        buf += bytes(pad)
+
+
 def tf_message_cdr(t_ns: int, parent: str, children: Sequence[str], translations: np.ndarray,
                    quats_xyzw: np.ndarray) -> bytes:
     """tf2_msgs/TFMessage: one TransformStamped per child, all at `t_ns` from `parent`."""
-    w = CdrWriter()
-    w.u32(len(children))
-    for child, tr, q in zip(children, translations, quats_xyzw):
-        w.header(t_ns, parent)
-        w.string(child)
-        w.f64s(tr)
-        w.f64s(q)
-    return w.bytes()
+    buf = bytearray(_ENCAPSULATION)
+    parent_b = parent.encode()
+    head = struct.pack('<iII', t_ns // 1_000_000_000, t_ns % 1_000_000_000,
+                       len(parent_b) + 1) + parent_b + b'\x00'
+    values = np.concatenate([np.asarray(translations, dtype='<f8').reshape(-1, 3),
+                             np.asarray(quats_xyzw, dtype='<f8').reshape(-1, 4)], axis=1)
+    buf += struct.pack('<I', len(children))
+    for child, row in zip(children, values):
+        _pad(buf, 4)
+        child_b = child.encode()
+        buf += head
+        _pad(buf, 4)
+        buf += struct.pack('<I', len(child_b) + 1) + child_b + b'\x00'
+        _pad(buf, 8)
+        buf += row.tobytes()
+    return bytes(buf)
 
 
 def _marker_tail(w: CdrWriter, text: str = '', mesh_resource: str = '') -> None:
@@ -105,12 +119,6 @@ def _tail_bytes() -> bytes:
 
 
 _TAIL = _tail_bytes()
-
-
-def _pad(buf: bytearray, n: int) -> None:
-    pad = (-(len(buf) - 4)) % n
-    if pad:
-        buf += bytes(pad)
 
 
 def _head(buf: bytearray, t_ns: int, frame_id: bytes, ns: bytes, marker_id: int,
@@ -139,6 +147,41 @@ def sphere_list_cdr(w: CdrWriter, t_ns: int, frame_id: str, ns: str, marker_id: 
     buf += _TAIL
 
 
+class SphereLists:
+    """sphere_list_cdr for many frames of the same markers, with their fixed bytes prepared.
+
+    A Marker starts 4-aligned, so its fixed prefix (after the stamp, up to the points)
+    comes in two layouts, for a start at 0 or 4 modulo 8; both are built once per id.
+    """
+
+    def __init__(self, frame_id: str, ns: str, ids: Sequence[int], diameter: float) -> None:
+        self.prefix: dict[tuple[int, int], bytes] = {}
+        for mod in (0, 4):
+            for i in ids:
+                w = CdrWriter()
+                w.buf += bytes(mod)
+                _head(w.buf, 0, frame_id.encode(), ns.encode(), i, 7, 0)
+                _pad(w.buf, 8)
+                w.buf += struct.pack('<10d4fiIB', 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, diameter,
+                                     diameter, diameter, 1.0, 1.0, 1.0, 1.0, 0, 0, 0)
+                self.prefix[(mod, i)] = bytes(w.buf[4 + mod + 8:])
+
+    def write(self, w: CdrWriter, t_ns: int, marker_id: int, points: np.ndarray,
+              colors: np.ndarray) -> None:
+        buf = w.buf
+        _pad(buf, 4)
+        buf += struct.pack('<iI', t_ns // 1_000_000_000, t_ns % 1_000_000_000)
+        buf += self.prefix[((len(buf) - 12) % 8, marker_id)]
+        _pad(buf, 4)
+        buf += struct.pack('<I', len(points))
+        if len(points):
+            _pad(buf, 8)
+            buf += points.tobytes()
+        buf += struct.pack('<I', len(colors))  # 4-aligned: 24 bytes a point
+        buf += colors.tobytes()
+        buf += _TAIL
+
+
 def delete_marker_cdr(w: CdrWriter, t_ns: int, frame_id: str, ns: str, marker_id: int) -> None:
     """One visualization_msgs/Marker DELETE of (ns, id); the other fields as a default Marker."""
     buf = w.buf
@@ -151,4 +194,4 @@ def delete_marker_cdr(w: CdrWriter, t_ns: int, frame_id: str, ns: str, marker_id
     buf += _TAIL
 
 
-__all__ = ['CdrWriter', 'delete_marker_cdr', 'sphere_list_cdr', 'tf_message_cdr']
+__all__ = ['CdrWriter', 'SphereLists', 'delete_marker_cdr', 'sphere_list_cdr', 'tf_message_cdr']
