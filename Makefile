@@ -17,6 +17,7 @@ bench: setup
 	@$(ENV) python bench/bench_umi.py
 	@$(ENV) python bench/bench_react.py
 	@$(ENV) python bench/bench_robotwin.py
+	@$(ENV) python bench/bench_truetrace.py
 
 clean:
 	rm -rf .venv build install log .pytest_cache

@@ -17,6 +17,8 @@ norm means the file is damaged or misread).
 from __future__ import annotations
 
 import json
+import queue
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterator
@@ -40,6 +42,8 @@ from react_ros.ros.image import rgb_image
 from react_ros.ros.msgs import stamp
 from react_ros.ros.tf import tf_message, transform_stamped
 from react_ros.streams import Stream
+
+PREFETCH = 8  # messages a heavy stream builds ahead of its reader
 
 EMBODIMENTS = ('agilex', 'franka')
 REPLAY_REPORT = 'reports/replay_success_check_failed.json'
@@ -349,7 +353,8 @@ class RobotwinAdapter:
                 for r in rows:
                     t = int(t_ns[r])
                     yield t, build(int(r), t)
-        return Stream(topic, msg_type, gen, count=len(rows), heavy=heavy, approx_bytes=approx)
+        return Stream(topic, msg_type, (lambda: prefetched(gen)) if heavy else gen,
+                      count=len(rows), heavy=heavy, approx_bytes=approx)
 
     def _tf_static(self) -> list[Stream]:
         if self.extra is None:
@@ -510,6 +515,52 @@ class RobotwinAdapter:
             yield t0, String(data=text)
         return Stream('/annotations', 'std_msgs/msg/String', gen, count=1,
                       approx_bytes=len(text) + 50)
+
+
+def prefetched(gen: Callable[[], Iterator[tuple[int, Any]]]) -> Iterator[tuple[int, bytes]]:
+    """`gen()`'s messages as CDR bytes, read, decoded, built and serialised on a worker thread.
+
+    The bag writer consumes its streams on one thread; zlib (HDF5's gzip), the JPEG
+    decoder and serialisation release the GIL, so a worker per heavy stream lets them
+    overlap with writing (measured: a 132-frame episode converts in 1.9-2.3 s instead
+    of 3.0-3.1 s). At most PREFETCH messages wait; an error is raised in the reader;
+    a reader that stops early stops the worker.
+    """
+    from rclpy.serialization import serialize_message
+    out: queue.Queue[Any] = queue.Queue(PREFETCH)
+    stop = threading.Event()
+    done = object()
+
+    def put(item: Any) -> bool:
+        while not stop.is_set():
+            try:
+                out.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                pass
+        return False
+
+    def work() -> None:
+        try:
+            for t, msg in gen():
+                if not put((t, serialize_message(msg))):
+                    return
+            put(done)
+        except BaseException as exc:  # handed to the reader, raised there
+            put(exc)
+
+    worker = threading.Thread(target=work, name='robotwin-prefetch', daemon=True)
+    worker.start()
+    try:
+        while True:
+            item = out.get()
+            if item is done:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
 
 
 def _calib(cal: rh.Calibration, r: int, width: int, height: int) -> dict[str, Any]:

@@ -289,7 +289,7 @@ def read_episode(path: Path) -> EpisodeFile:
                                      f'but left_arm, left_gripper, right_arm, right_gripper '
                                      f'make {n_parts}')
         head.size = _check_frames(rgb, f'{HEAD}/rgb', path)
-        if False:
+        if head.size != (width, height):
             raise DatasetFormatError(path, f'{HEAD}/rgb frames are {head.size[0]}x'
                                      f'{head.size[1]} but {HEAD}/depth is {width}x{height}')
     return EpisodeFile(path, t, width, height, head, endpose, gripper, joints, arm, jg)

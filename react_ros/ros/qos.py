@@ -28,17 +28,27 @@ def for_stream(latched: bool) -> QoSProfile:
     return LATCHED if latched else DEFAULT
 
 
-def live_writer(latched: bool, heavy: bool) -> QoSProfile:
-    """The live player's writer: the contract's profile, with a deeper history for light topics.
+# What one heavy topic's writer history may hold, in bytes (at least 10 messages).
+HEAVY_HISTORY_BYTES = 32 * 2**20
+
+
+def live_writer(latched: bool, heavy: bool, message_bytes: int = 0) -> QoSProfile:
+    """The live player's writer: the contract's profile, with a deeper history.
 
     Depth is not part of QoS matching, so readers see the same offer. A reliable
     KEEP_LAST writer overwrites samples not yet acknowledged once its history is
     full, and a player catching up after a stall of a few tens of milliseconds
     sends more than 10 small messages of one topic within one acknowledgement
     round trip (measured: bursts of 11 on the UMI /joint_states). Heavy topics
-    keep 10: their history is memory (about 7 MB per 1920x1200 image).
+    keep what HEAVY_HISTORY_BYTES holds of `message_bytes` (never fewer than
+    10): with 10, a subscriber on a busy machine lost 2-6 of 120 320x200
+    images per camera, overwritten before it acknowledged them; a 1920x1200
+    image (6.9 MB) still gets 10.
     """
-    if latched or heavy:
+    if latched:
         return for_stream(latched)
-    return QoSProfile(depth=100, history=DEFAULT.history, reliability=DEFAULT.reliability,
+    depth = 100
+    if heavy:
+        depth = max(10, min(1000, HEAVY_HISTORY_BYTES // max(1, message_bytes or 2**20)))
+    return QoSProfile(depth=depth, history=DEFAULT.history, reliability=DEFAULT.reliability,
                       durability=DEFAULT.durability)

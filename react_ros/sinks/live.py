@@ -96,7 +96,8 @@ class PlayOptions:
     wait_for_subscribers_s: float = 2.0
     # At the end (also after a stop): wait at most this long for reliable
     # subscribers to acknowledge what was published (rosbag2's --wait-for-all-acked).
-    wait_for_acks_s: float = 2.0
+    # A subscriber starved of CPU took longer than 2 s here (2 cores kept busy).
+    wait_for_acks_s: float = 5.0
     on_stats: Callable[['PlaybackStats'], None] | None = None  # called about once a second
 
 
@@ -216,16 +217,18 @@ class Player:
         types: dict[str, str] = {}
         latched: dict[str, bool] = {}
         heavy: dict[str, bool] = {}
+        size: dict[str, int] = {}
         for s in self.streams:
             if types.setdefault(s.topic, s.msg_type) != s.msg_type:
                 raise ReactRosError(f'{self.episode.path}: topic {s.topic} carries both '
                                     f'{types[s.topic]} and {s.msg_type}')
             latched[s.topic] = latched.get(s.topic, False) or s.latched
             heavy[s.topic] = heavy.get(s.topic, False) or s.heavy
+            size[s.topic] = max(size.get(s.topic, 0), s.approx_bytes)
         for topic, msg_type in types.items():
             self._publishers[topic] = self.node.create_publisher(
                 message_class(msg_type), self._out_topic(topic),
-                qos.live_writer(latched[topic], heavy[topic]))
+                qos.live_writer(latched[topic], heavy[topic], size[topic]))
             self._counts[topic] = 0
             self._failed[topic] = 0
             if latched[topic] and msg_type == TF_MESSAGE:
