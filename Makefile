@@ -18,6 +18,7 @@ bench: setup
 	@$(ENV) python bench/bench_react.py
 	@$(ENV) python bench/bench_robotwin.py
 	@$(ENV) python bench/bench_truetrace.py
+	@$(ENV) python bench/bench_objects.py
 
 clean:
 	rm -rf .venv build install log .pytest_cache

@@ -388,3 +388,18 @@ def test_direct_cdr_equals_rclpy_serialisation(names: list[str]) -> None:
         d.header.stamp, d.header.frame_id = stamp(t), name
         array.markers += [m, d]
     assert w.bytes() == bytes(cdr_payload(array))
+
+
+@pytest.mark.parametrize('save', [np.savez, np.savez_compressed])
+@pytest.mark.parametrize('shape', [(2, 5, 1), (3, 240, 4), (1, 1, 3)])
+def test_the_lazy_reader_on_small_and_odd_members(tmp_path: Path, save: Any,
+                                                  shape: tuple[int, ...]) -> None:
+    rng = np.random.default_rng(0)
+    arrays = {'b': rng.random(shape) > 0.5, 'f': rng.normal(size=shape + (3,))}
+    save(tmp_path / 'x.npz', **arrays)
+    npz = NpzArchive(tmp_path / 'x.npz')
+    for key, whole in arrays.items():
+        for chunk in (1, 7, 600):
+            got = np.concatenate([b for _, b in npz.chunks(key, chunk)], axis=1)
+            assert got.dtype == whole.dtype and np.array_equal(got, whole), (key, chunk)
+    npz.close()

@@ -170,6 +170,7 @@ REFUSED = [
             MARKERS, ('millimetres',)),
     Refused('npz truncated', _truncated, NPZ, ('not a readable .npz',)),
     Refused('t after 2038', _set('t', lambda a: a + 2.2e9), NPZ, ('2038',)),
+    Refused('t far beyond int64 nanoseconds', _set('t', lambda a: a + 1e11), NPZ, ('2038',)),
     Refused('t NaN', _item('t', 3, np.nan), NPZ, ("'t'", 'NaN')),
     Refused('no objects.npz', _objects_deleted, '', ('not an episode',)),
     Refused('no such session', None, '', ('no session', 'S99'), args=('--episode', 'S99')),

@@ -345,3 +345,72 @@ def test_fps_sets_the_stamps(release: Path) -> None:
     (stream,) = [s for s in episode.streams if s.topic == '/joint_states']
     stamps = [t for t, _ in stream.open()]
     assert stamps[:3] == [1_000_000_000, 1_040_000_000, 1_080_000_000]
+
+
+def test_prefetched_streams_raise_in_the_reader_and_stop_when_it_stops() -> None:
+    import threading
+
+    from std_msgs.msg import String
+
+    from react_ros.adapters.robotwin import prefetched
+    from react_ros.errors import DatasetFormatError
+
+    def failing() -> Any:
+        yield 1, String(data='a')
+        yield 2, String(data='b')
+        raise DatasetFormatError('x.hdf5', 'frame 2 is broken')
+    got = []
+    with pytest.raises(DatasetFormatError, match='frame 2 is broken'):
+        for t, raw in prefetched(failing):
+            got.append((t, bytes(raw)))
+    assert [t for t, _ in got] == [1, 2]
+
+    def endless() -> Any:
+        i = 0
+        while True:
+            i += 1
+            yield i, String(data='x' * 100)
+    reader = prefetched(endless)
+    assert next(reader)[0] == 1
+    reader.close()  # the reader stops early (a --playback-duration, a refused stream)
+    workers = [t for t in threading.enumerate() if t.name == 'robotwin-prefetch']
+    for worker in workers:
+        worker.join(timeout=5)
+    assert not any(w.is_alive() for w in workers)
+
+
+def test_image_scale_scales_colour_images_and_their_k_only(release: Path, files: dict) -> None:
+    from rclpy.serialization import deserialize_message
+    from sensor_msgs.msg import Image
+
+    episode = open_episode(release, 'robotwin', EpisodeOptions(episode=EPISODE,
+                                                               image_scale=0.5))
+    streams = {s.topic: s for s in episode.streams}
+
+    def first(topic: str) -> Any:
+        msg = next(iter(streams[topic].open()))[1]
+        return deserialize_message(msg, Image) if isinstance(msg, bytes) else msg
+    for cam in ('head_camera', 'left_camera'):
+        image = first(f'/{cam}/image_raw')
+        info = first(f'/{cam}/camera_info')
+        assert (image.width, image.height) == (info.width, info.height) == (80, 60)
+    k = np.array(first('/head_camera/camera_info').k).reshape(3, 3)
+    assert np.allclose(k[:2], files['intrinsic_cv'][0][:2] * 0.5, atol=1e-6)
+    depth, depth_info = first('/head_camera/depth/image_raw'), \
+        first('/head_camera/depth/camera_info')
+    assert (depth.width, depth_info.width) == (160, 160)  # distances are not interpolated
+    assert first('/head_camera/segmentation/actor/image_raw').width == 160
+
+
+def test_the_episode_file_and_every_folder_above_it_are_claimed(release: Path) -> None:
+    from react_ros.adapters import detect_kind
+    from react_ros.adapters.robotwin import episodes_below
+    data = release / EP0
+    for path in (data, *list(data.parents)[:5]):
+        assert detect_kind(path) == 'robotwin', path
+    assert list(episodes_below(release)) == [EPISODE, NO_EXTRA]
+    assert list(episodes_below(data.parents[2])) == ['episode0', 'episode1']
+    assert list(episodes_below(data.parent)) == ['episode0', 'episode1']
+    one = open_episode(data, 'robotwin')  # the contract's unit: the episode file itself
+    by_id = open_episode(data.parents[2], 'robotwin', EpisodeOptions(episode='episode0'))
+    assert one.path == by_id.path == data

@@ -9,13 +9,13 @@ import h5py
 import numpy as np
 import pytest
 from rclpy.serialization import deserialize_message
+from sensor_msgs.msg import Image
 from robotwin_support import EP0, EPISODE, robotwin_release
 
 from react_ros import cli
 from react_ros.adapters import open_episode
 from react_ros.formats import robotwin_hdf5 as rh
 from react_ros.samples.robotwin import write_episode
-from sensor_msgs.msg import Image
 
 
 def _episode(tmp_path: Path, **kwargs: object) -> Path:

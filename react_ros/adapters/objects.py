@@ -39,7 +39,7 @@ from react_ros.adapters.poses import NON_UNIT, ZERO_QUATERNION, PosePolicy, Pose
 from react_ros.errors import DatasetFormatError
 from react_ros.formats.objects_session import (
     HELD_BY, MARKERS_NPZ, MOTION, OBJECTS_JSON, OBJECTS_NPZ, QUALITY, Instance,
-    marker_residual_mm, read_session, rigid_faults, scan_markers, scan_poses)
+    frames_of, marker_residual_mm, read_session, rigid_faults, scan_markers, scan_poses)
 from react_ros.formats.ply import ply_bounds
 from react_ros.formats.times import check_ns, seconds_to_ns
 from react_ros.options import KindOptions, at_least, option
@@ -137,8 +137,10 @@ class ObjectsAdapter:
         for name in sorted(set(s.absent) & {i.name for i in s.instances}):
             self.warnings.append(f'{OBJECTS_JSON}: {name} is listed as absent but has poses '
                                  f'in {OBJECTS_NPZ}')
-        base = seconds_to_ns(float(self.config.get('time_base_s', 1.0)), self.path,
-                             'time_base_s')
+        base_s = float(self.config.get('time_base_s', 1.0))
+        base = seconds_to_ns(base_s, self.path, 'time_base_s')
+        seconds_to_ns(base_s + float(s.t_s[-1]), s.objects.path,  # before any int64 overflow
+                      "the last frame (time_base_s + key 't')")
         self.t_ns = base + np.round(s.t_s * 1e9).astype(np.int64)
         check_ns(int(self.t_ns[-1]), s.objects.path, "the last frame (time_base_s + key 't')")
         self.boxes = {i.name: self._box_size(i) for i in s.instances if i.mesh_path is None}
@@ -214,13 +216,19 @@ class ObjectsAdapter:
             return ['  marker check: no object_markers.npz (a vision session?)']
         limit = float(self.config.get('marker_residual_warn_mm', 10.0))
         lines = []
+        # A few frames spread over the session, read in one pass for every instance.
+        frames = np.unique(np.linspace(0, s.frames - 1, min(s.frames, 120)).astype(int))
+        poses = frames_of(s.objects, 'T_world_obj', frames, self.chunk)
+        pts = frames_of(s.markers, 'markers_m', frames, self.chunk)
+        agree = frames_of(s.markers, 'consistent', frames, self.chunk)
+        template = np.asarray(s.markers.load('template_m'), dtype=float)
         for inst in s.instances:
             if inst.source != 'mocap':
                 continue
-            frames = np.flatnonzero(self.ok[inst.index])
-            frames = frames[np.linspace(0, len(frames) - 1, min(len(frames), 60)).astype(int)] \
-                if len(frames) else frames
-            got = marker_residual_mm(s, inst.index, frames)
+            i = inst.index
+            use = self.ok[i, frames]
+            got = marker_residual_mm(inst, template[i], poses[i, use], pts[i, use],
+                                     agree[i, use]) if use.any() else None
             if got is None:
                 lines.append(f'  marker check: {inst.name}: no consistent marker to compare')
                 continue

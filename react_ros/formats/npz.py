@@ -1,16 +1,19 @@
 """numpy .npz archives read lazily: headers first, bulk arrays a chunk of frames at a time.
 
-An .npz is a zip of .npy members. A member stored uncompressed (np.savez) is
-memory-mapped in place; a deflated one (np.savez_compressed) is streamed, one
-forward-only cursor per leading index, so an (n, T, ...) array is read in
-frame order without ever holding more than a chunk of it. Pickled (object)
+An .npz is a zip of .npy members. An (n, T, ...) array is read in frame order a
+chunk of frames at a time with positioned reads: from the archive itself where
+the member is stored (np.savez), from a temporary file inflated once where it is
+deflated (np.savez_compressed). Memory holds one chunk, whatever the length. Pickled (object)
 arrays are refused: nothing in a dataset file is ever unpickled. Every fault
 of the archive (truncated, not a zip, bad header) is a DatasetFormatError
 naming the file and the key.
 """
 from __future__ import annotations
 
+import os
+import shutil
 import struct
+import tempfile
 import zipfile
 import zlib
 from dataclasses import dataclass
@@ -51,6 +54,7 @@ class NpzArchive:
         except _ZIP_ERRORS as exc:
             raise DatasetFormatError(self.path, f'not a readable .npz archive ({exc})') from None
         self.members: dict[str, Member] = {}
+        self._spilled: dict[str, IO[bytes]] = {}
         for info in infos:
             if not info.filename.endswith('.npy'):
                 continue
@@ -58,6 +62,9 @@ class NpzArchive:
             self.members[key] = self._header(key, info)
 
     def close(self) -> None:
+        for f in self._spilled.values():
+            f.close()
+        self._spilled.clear()
         self._zip.close()
 
     def __contains__(self, key: str) -> bool:
@@ -117,8 +124,31 @@ class NpzArchive:
         name_len, extra_len = struct.unpack('<HH', local[26:30])
         return m.info.header_offset + 30 + name_len + extra_len + m.data_start
 
+    def _source(self, m: Member) -> tuple[IO[bytes], int]:
+        """A file holding the member's array bytes contiguously, and where they start.
+
+        A stored member is read in place; a deflated one is inflated once, in one
+        sequential pass, into a temporary file kept for this archive (a frame-order
+        walk of a deflated (n, T, ...) array would otherwise re-inflate from the
+        start for every leading index).
+        """
+        if m.stored:
+            return open(self.path, 'rb'), self._data_offset(m)
+        spilled = self._spilled.get(m.key)
+        if spilled is None:
+            spilled = tempfile.TemporaryFile(prefix='react_ros_npz_')
+            with self._zip.open(m.info) as f:
+                shutil.copyfileobj(f, spilled, 1 << 20)
+            spilled.flush()  # read back with os.pread, under the file object's buffer
+            self._spilled[m.key] = spilled
+        return os.fdopen(os.dup(spilled.fileno()), 'rb'), m.data_start
+
     def chunks(self, key: str, chunk: int) -> Iterator[tuple[int, np.ndarray]]:
-        """(first frame, array[:, first:first + chunk]) of an (n, T, ...) array, in order."""
+        """(first frame, array[:, first:first + chunk]) of an (n, T, ...) array, in order.
+
+        Read with positioned reads, a chunk at a time: memory stays one chunk whatever
+        the session length (a memory map would keep every page it touched resident).
+        """
         m = self.member(key)
         if len(m.shape) < 2:
             raise self._fail(key, f'expected (n, T, ...), found shape {m.shape}')
@@ -129,29 +159,24 @@ class NpzArchive:
             for a in range(0, frames, chunk):
                 yield a, np.ascontiguousarray(whole[:, a:a + chunk])
             return
-        if m.stored:
-            mm = np.memmap(self.path, dtype=m.dtype, mode='r', offset=self._data_offset(m),
-                           shape=m.shape)
-            for a in range(0, frames, chunk):
-                yield a, np.array(mm[:, a:a + chunk])
-            return
         row = int(np.prod(inner, dtype=np.int64)) * m.dtype.itemsize
-        handles: list[IO[bytes]] = []
         try:
-            for i in range(n):
-                h = self._zip.open(m.info)
-                handles.append(h)
-                h.seek(m.data_start + i * frames * row)
-            for a in range(0, frames, chunk):
-                b = min(frames, a + chunk)
-                parts = [np.frombuffer(h.read((b - a) * row), dtype=m.dtype) for h in handles]
-                yield a, np.stack(parts).reshape((n, b - a, *inner)) if n else \
-                    np.empty((0, b - a, *inner), dtype=m.dtype)
+            f, base = self._source(m)
         except _ZIP_ERRORS as exc:
             raise self._fail(key, f'cannot be read ({exc})') from None
-        finally:
-            for h in handles:
-                h.close()
+        with f:
+            fd = f.fileno()
+            for a in range(0, frames, chunk):
+                b = min(frames, a + chunk)
+                size = (b - a) * row
+                out = np.empty((n, b - a, *inner), dtype=m.dtype)
+                flat = out.reshape(n, -1).view(np.uint8) if n else out
+                for i in range(n):
+                    data = os.pread(fd, size, base + (i * frames + a) * row)
+                    if len(data) != size:
+                        raise self._fail(key, 'truncated')
+                    flat[i] = np.frombuffer(data, dtype=np.uint8)
+                yield a, out
 
 
 __all__ = ['Member', 'NpzArchive']

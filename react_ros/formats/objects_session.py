@@ -330,23 +330,19 @@ def scan_markers(session: Session, chunk: int) -> np.ndarray:
     return seen
 
 
-def marker_residual_mm(session: Session, index: int, frames: np.ndarray
-                       ) -> tuple[float, float | None] | None:
+def marker_residual_mm(inst: Instance, template: np.ndarray, poses: np.ndarray,
+                       pts: np.ndarray, agree: np.ndarray) -> tuple[float, float | None] | None:
     """How far template_m lands from the consistent markers_m of one instance, in mm.
 
-    Returns (the format document's reading, the classic mistake's): T_world_rb =
-    T_world_obj @ inv(T_rb_obj) for mesh instances (T_world_obj itself for
-    rigid_body ones), against T_rb_obj taken the other way round, T_world_obj @
-    T_rb_obj (None for rigid_body instances). Median over the consistent markers
-    of `frames`; None where there is nothing to compare.
+    `poses` (f, 4, 4), `pts` (f, k, 3), `agree` (f, k) are the instance's arrays on
+    the frames compared, `template` (k, 3) its template_m. Returns (the format
+    document's reading, the classic mistake's): T_world_rb = T_world_obj @
+    inv(T_rb_obj) for mesh instances (T_world_obj itself for rigid_body ones),
+    against T_rb_obj taken the other way round, T_world_obj @ T_rb_obj (None for
+    rigid_body instances). Median over the consistent markers; None where there
+    is nothing to compare.
     """
-    npz, inst = session.markers, session.instances[index]
-    if npz is None or len(frames) == 0:
-        return None
-    poses = np.asarray(npz_frames(session.objects, 'T_world_obj', index, frames), dtype=float)
-    pts = np.asarray(npz_frames(npz, 'markers_m', index, frames), dtype=float)
-    agree = np.asarray(npz_frames(npz, 'consistent', index, frames), dtype=bool)
-    template = np.asarray(npz.load('template_m')[index], dtype=float)
+    poses = np.asarray(poses, dtype=float)
     readings = [poses]
     if inst.pose_frame == 'mesh':
         if not np.all(np.isfinite(inst.t_rb_obj)):
@@ -356,26 +352,26 @@ def marker_residual_mm(session: Session, index: int, frames: np.ndarray
     for t_world_rb in readings:
         guess = np.einsum('fij,kj->fki', t_world_rb[:, :3, :3], template) \
             + t_world_rb[:, None, :3, 3]
-        use = agree & np.all(np.isfinite(pts), axis=-1) & np.all(np.isfinite(guess), axis=-1)
+        with np.errstate(invalid='ignore'):
+            use = (agree != 0) & np.all(np.isfinite(pts), axis=-1) \
+                & np.all(np.isfinite(guess), axis=-1)
         if not use.any():
             return None
         out.append(float(np.median(np.linalg.norm(guess[use] - pts[use], axis=-1))) * 1000)
     return out[0], (out[1] if len(out) > 1 else None)
 
 
-def npz_frames(npz: NpzArchive, key: str, index: int, frames: np.ndarray) -> np.ndarray:
-    """array[index, frames] of an (n, T, ...) key, reading only those frames' chunks."""
+def frames_of(npz: NpzArchive, key: str, frames: np.ndarray, chunk: int) -> np.ndarray:
+    """array[:, frames] of an (n, T, ...) key (frames sorted), in one chunked pass."""
     frames = np.asarray(frames)
     out = []
-    for a, block in npz.chunks(key, 600):
+    for a, block in npz.chunks(key, chunk):
         sel = frames[(frames >= a) & (frames < a + block.shape[1])]
         if len(sel):
-            out.append(block[index, sel - a])
-        if a + block.shape[1] > frames.max():
-            break
-    return np.concatenate(out)
+            out.append(block[:, sel - a])
+    return np.concatenate(out, axis=1)
 
 
 __all__ = ['HELD_BY', 'Instance', 'MARKERS_NPZ', 'MOTION', 'NOT_READ', 'OBJECTS_JSON',
-           'OBJECTS_NPZ', 'PoseScan', 'QUALITY', 'Session', 'marker_residual_mm', 'npz_frames', 'read_session', 'rigid_faults',
+           'OBJECTS_NPZ', 'PoseScan', 'QUALITY', 'Session', 'frames_of', 'marker_residual_mm', 'read_session', 'rigid_faults',
            'scan_markers', 'scan_poses']
