@@ -8,7 +8,10 @@ One run, one machine, one UMI sample episode at the dataset's own 1920x1200:
            attached to the three image topics: images/s and real-time factor,
            at full resolution and at --image-scale 0.5;
   1.0x     the player at real time: p50/p99 lateness against scheduled wall time;
-  memory   the player's peak RSS (a subprocess) on an episode and one twice as long.
+  memory   the player's peak RSS (a subprocess) on an episode and one twice as long;
+  seek     on a 60 s episode, opening a camera's Image stream at 10 % and at 90 % of
+           it (the player's seek: from the keyframe before), against decoding the
+           part skipped (what a seek cost before). `--seek-only` runs just these rows.
 Run it with `make bench` (it needs the DDS environment of scripts/ros_env.sh).
 """
 from __future__ import annotations
@@ -167,6 +170,75 @@ def run_player(ep: Path, scale: float, rate: float, record: bool = False,
     return out
 
 
+SEEK_SECONDS = 60.0
+
+
+def seek_rows(cache: Path) -> tuple[list[tuple[str, str, str]], list[tuple[str, bool]]]:
+    """Seek to 10 % and 90 % of a 60 s 1920x1200 episode vs decoding the skipped part.
+
+    On the center camera's Image stream as the adapter builds it (`open_from`,
+    what the player's read-ahead opens after a seek): seconds to the first image.
+    The skipped part is decoded the way a seek worked before (every frame from
+    the start, converted), one thread, as the player's reader does.
+    """
+    from react_ros.adapters import open_episode
+    from react_ros.formats.video import decode_rgb, frame_table
+
+    ep = sample(cache, SEEK_SECONDS)
+    episode = open_episode(ep, 'umi')
+    (cam,) = [st for st in episode.streams if st.topic == '/center/image_raw']
+    (info,) = [st for st in episode.streams if st.topic == '/center/camera_info']
+    stamps = [t for t, _ in info.open()]  # the images' stamps, read without decoding
+    t = time.perf_counter()
+    keys = frame_table(videos(ep)[1]).keyframes
+    table_s = time.perf_counter() - t
+    warm = cam.open_from(stamps[1])  # the stream reads its frame table at its first seek
+    next(warm)
+    warm.close()
+    out = {}
+    for pct in (10, 90):
+        n = len(stamps) * pct // 100
+        t = time.perf_counter()
+        it = cam.open_from(stamps[n])
+        first_t, _ = next(it)
+        seek_s = time.perf_counter() - t
+        it.close()
+        assert first_t == stamps[n]
+        key = max(k for k in keys if k <= n)
+        t = time.perf_counter()
+        for i, _ in enumerate(decode_rgb(videos(ep)[1])):
+            if i >= n:
+                break
+        skip_s = time.perf_counter() - t
+        out[pct] = (seek_s, skip_s, n, key)
+    (s10, k10, n10, key10), (s90, k90, n90, key90) = out[10], out[90]
+    # one GOP's worth: the longest stretch between keyframes, decoded from the start
+    gop = max(b - a for a, b in zip(keys, [*keys[1:], len(stamps)]))
+    t = time.perf_counter()
+    for i, _ in enumerate(decode_rgb(videos(ep)[1])):
+        if i + 1 >= gop:
+            break
+    gop_s = time.perf_counter() - t
+    rows = [
+        ('frame table of a 60 s video (PTS, keyframes; read once, at the first seek)',
+         f'{table_s:.2f} s', f'{len(stamps)} frames, {len(keys)} keyframes'),
+        (f'seek to 10 % of a {SEEK_SECONDS:g} s 1920x1200 episode, first image', f'{s10:.2f} s',
+         f'frame {n10}, decoded from keyframe {key10}'),
+        ('seek to 90 %, first image', f'{s90:.2f} s',
+         f'frame {n90}, decoded from keyframe {key90}; {s90 / s10:.2f}x the 10 % seek'),
+        ('decoding the skipped 10 % instead (a seek before)', f'{k10:.2f} s',
+         f'{k10 / s10:.1f}x the seek'),
+        ('decoding the skipped 90 % instead', f'{k90:.2f} s', f'{k90 / s90:.1f}x the seek'),
+        ('decoding one GOP (the longest: frames between keyframes)', f'{gop_s:.2f} s',
+         f'{gop} frames'),
+    ]
+    checks = [('each seek costs at most about one GOP of decoding (< 1.3x)',
+               max(s10, s90) < 1.3 * gop_s),
+              ('both seeks well under decoding the skipped part (< 1/2)',
+               s10 < 0.5 * k10 and s90 < 0.5 * k90)]
+    return rows, checks
+
+
 def peak_rss_mb(ep: Path) -> float:
     """Peak RSS of `react-ros play` (a child process) on this episode, at a high rate."""
     env = dict(os.environ)
@@ -184,6 +256,7 @@ def main() -> int:
     ap.add_argument('--duration', type=float, default=6.0, help='episode length (s)')
     ap.add_argument('--cache', type=Path, default=Path(os.environ.get(
         'XDG_CACHE_HOME', Path.home() / '.cache')) / 'react_ros' / 'bench')
+    ap.add_argument('--seek-only', action='store_true', help='only the seek rows')
     ap.add_argument('--publish-only', type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument('--episode', type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -194,6 +267,12 @@ def main() -> int:
     # The player's process-wide settings (DDS publication mode, allocator), for the
     # decode and publish limits too.
     tune_for_playback()
+    if args.seek_only:
+        log('seek')
+        rows, checks = seek_rows(args.cache)
+        _print_table(f'UMI seek benchmark: {SEEK_SECONDS:g} s episode, {os.cpu_count()} cores',
+                     rows, checks)
+        return 0
     ep = sample(args.cache, args.duration)
     ep_long = sample(args.cache, 2 * args.duration)
 
@@ -214,6 +293,8 @@ def main() -> int:
     log('peak memory')
     rss = peak_rss_mb(ep)
     rss_long = peak_rss_mb(ep_long)
+    log('seek')
+    seek_table, seek_checks = seek_rows(args.cache)
 
     combined = 1.0 / (1.0 / dec_full + 1.0 / pub_full)
     need = 180.0  # 3 cameras x ~60 fps
@@ -238,22 +319,29 @@ def main() -> int:
         (f'player peak RSS, {args.duration:g} s episode', f'{rss:.0f} MB', ''),
         (f'player peak RSS, {2 * args.duration:g} s episode', f'{rss_long:.0f} MB',
          f'{rss_long / rss:.2f}x for 2x the length'),
+        *seek_table,
     ]
-    print(f'UMI benchmark: {args.duration:g} s episode, real time needs {need:.0f} Images/s, '
-          f'{os.cpu_count()} cores')
-    print('| measurement | figure | ratio / note |')
-    print('|---|---|---|')
-    for r in rows:
-        print(f'| {r[0]} | {r[1]} | {r[2]} |')
     checks = [
         ('player at 0.5 >= 85% of decode-only', p_half['images_per_s'] >= 0.85 * dec_half),
         ('player at full >= 85% of 1/(1/decode+1/publish)',
          p_full['images_per_s'] >= 0.85 * combined),
         ('peak memory does not grow with episode length', rss_long <= 1.15 * rss),
+        *seek_checks,
     ]
+    _print_table(f'UMI benchmark: {args.duration:g} s episode, real time needs {need:.0f} '
+                 f'Images/s, {os.cpu_count()} cores', rows, checks)
+    return 0
+
+
+def _print_table(title: str, rows: list[tuple[str, str, str]],
+                 checks: list[tuple[str, bool]]) -> None:
+    print(title)
+    print('| measurement | figure | ratio / note |')
+    print('|---|---|---|')
+    for r in rows:
+        print(f'| {r[0]} | {r[1]} | {r[2]} |')
     for name, ok in checks:
         print(f'{"PASS" if ok else "FAIL"}: {name}')
-    return 0
 
 
 if __name__ == '__main__':

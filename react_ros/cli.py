@@ -21,6 +21,11 @@ from react_ros.ros.isolation import RANGE_VAR, keep_discovery_local
 
 EXIT_BAD_INPUT = 2
 DEMO_SECONDS = 10.0
+# The demo's video size where a kind's own would not play in real time on a
+# 2-core machine. UMI's 1920x1200 x 3 cameras x 60 Hz reached a real-time factor of
+# 0.45 there (0.70 with --image-scale 0.5, 0.86 at 1280x800); 960x600 played at 1.00
+# in 3 of 3 runs with other work on the machine (`react-ros demo` with its rate table).
+DEMO_RESOLUTION: dict[str, tuple[int, int]] = {'umi': (960, 600)}
 
 
 def _positive(text: str) -> float:
@@ -240,6 +245,12 @@ def _cache_dir() -> Path:
     return Path(base) / 'react_ros' / 'samples'
 
 
+def demo_episode_dir(root: Path, kind: str) -> Path:
+    """Where the demo keeps (and reuses) its sample of `kind` under `root`."""
+    size = DEMO_RESOLUTION.get(kind)
+    return root / (f'{kind}_demo' + (f'_{size[0]}x{size[1]}' if size else ''))
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     # The demo plays to itself: unless the user chose a discovery range, keep it
     # on this machine (before anything creates a DDS participant; the state
@@ -250,12 +261,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
               f'set {RANGE_VAR}=SUBNET to watch from another one)', file=sys.stderr)
     root = args.dir or _cache_dir()
     kind = KINDS[args.kind]
-    episode = root / f'{args.kind}_demo'
+    size = DEMO_RESOLUTION.get(args.kind)
+    episode = demo_episode_dir(root, args.kind)
     if not episode.exists():
         print(f'react-ros demo: writing a sample {args.kind} episode to {episode}',
               file=sys.stderr)
         # Long enough to watch, short enough to write in about half a minute.
-        write_sample(args.kind, episode, seed=0, duration=DEMO_SECONDS)
+        write_sample(args.kind, episode, seed=0, duration=DEMO_SECONDS, resolution=size)
     else:
         print(f'react-ros demo: reusing {episode}', file=sys.stderr)
     options = EpisodeOptions(episode=kind.demo_episode)

@@ -41,8 +41,10 @@ class RateTable:
 
     def __call__(self, stats: PlaybackStats) -> None:
         width = max((len(t) for t in stats.topics), default=5)
-        state = 'paused' if stats.paused else f'x{stats.rate:.2f}'
-        lines = [f'{stats.played_ns / 1e9:7.2f} / {stats.total_ns / 1e9:.2f} s  {state}  '
+        state = 'paused' if stats.paused else f'rate x{stats.rate:.2f}'
+        # dataset seconds per wall second: what the rate asks for when the player keeps up
+        rtf = '' if stats.rtf is None else f'  real-time factor {stats.rtf:.2f}'
+        lines = [f'{stats.played_ns / 1e9:7.2f} / {stats.total_ns / 1e9:.2f} s  {state}{rtf}  '
                  f'{stats.published} messages  loops {stats.loops}',
                  f'  {"topic".ljust(width)}  {"rate":>9}  {"count":>7}']
         for topic in sorted(stats.topics):

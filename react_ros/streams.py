@@ -31,6 +31,11 @@ class Stream:
     `msg` is a message of `msg_type`, or `bytes` holding one already serialised
     as CDR: recorded messages are republished as they were recorded, with no
     deserialise/serialise round trip on the player's hot path.
+
+    `open_from(t_ns)`, where a stream has it, yields what `open()` yields from
+    the first message stamped t_ns or later, without the work of what it
+    skips (video: decoding starts at the keyframe before). `open_at` uses it
+    when present; sinks that seek call that.
     """
 
     topic: str
@@ -42,6 +47,15 @@ class Stream:
     heavy: bool = False  # decodes video: sinks read it ahead on a worker thread
     approx_bytes: int = 0  # size of one message, for read-ahead budgets
     meta: dict[str, Any] = field(default_factory=dict, compare=False)
+    open_from: Callable[[int], Iterator[tuple[int, Any]]] | None = field(default=None,
+                                                                         compare=False)
+
+
+def open_at(stream: Stream, t_ns: int) -> Iterator[tuple[int, Any]]:
+    """The messages of `stream` stamped t_ns or later: `open_from` where it has one."""
+    if stream.open_from is not None:
+        return stream.open_from(t_ns)
+    return ((t, m) for t, m in stream.open() if t >= t_ns)
 
 
 class Event(NamedTuple):

@@ -145,7 +145,9 @@ def test_plays_every_topic_with_the_episode_stamps(episode, expected, listener, 
 
 def test_services(episode, first_events, listener, tmp_path):
     topics = _subscribe_data(listener, episode)
-    player = spawn_player(episode.path, tmp_path / 'player.log', start_paused=True)
+    # looping: what follows the resume must find the player still playing (at 2.5x the
+    # rest of the 2 s episode took less than a service call on a busy machine)
+    player = spawn_player(episode.path, tmp_path / 'player.log', start_paused=True, loop=True)
     try:
         assert listener.wait_for_publishers(topics)
         assert listener.call(f'/{PLAYER}/is_paused', srv.IsPaused).paused
@@ -185,12 +187,26 @@ def test_services(episode, first_events, listener, tmp_path):
         assert listener.spin_until(lambda: listener.count() > 50, 30)
         listener.call(f'/{PLAYER}/toggle_paused', srv.TogglePaused)
         assert listener.call(f'/{PLAYER}/is_paused', srv.IsPaused).paused
-        listener.spin_for(0.5)
+        # what went out before the pause may still be on its way (a busy machine):
+        # wait until nothing has come for half a second, then nothing more may come
+        assert listener.spin_until(_quiet_for(listener, 0.5), 30), 'messages kept coming'
         before = listener.count()
         listener.spin_for(1.0)
         assert listener.count() == before  # paused means paused
     finally:
         assert stop(player) == 0, (tmp_path / 'player.log').read_text()
+
+
+def _quiet_for(listener: Listener, seconds: float):
+    """A predicate: true once `listener` has received nothing for `seconds`."""
+    import time
+    last = [listener.count(), time.monotonic()]
+
+    def quiet() -> bool:
+        if listener.count() != last[0]:
+            last[:] = [listener.count(), time.monotonic()]
+        return time.monotonic() - last[1] >= seconds
+    return quiet
 
 
 def test_loop_jumps_clock_back_and_republishes_latched(episode, listener, tmp_path):
@@ -335,3 +351,79 @@ def test_duration_exclude_remap(episode, expected, listener, tmp_path):
     assert [_key(m) for m in listener.msgs['/left/image_raw']] == \
         [t for t in expected['/left/image_raw'] if t <= end]
     assert listener.msgs['/joint_states'] == []
+
+
+def test_state_publisher_republishes_latched_after_loop_and_backward_seek(
+        episode, listener, tmp_path):
+    """react_ros's robot_state_publisher: /robot_description and /tf_static again when /clock
+    jumps back (a loop wrap, then a backward seek), to a subscriber that was there before.
+
+    The state publisher stamps /tf_static with its clock, so each re-publication is
+    told apart by its stamp: before any /clock 0, after a loop the episode's start
+    (or a tick later), after the seek (paused) exactly the seek's target.
+    """
+    listener.subscribe('/clock', 'rosgraph_msgs/msg/Clock', qos.CLOCK)
+    listener.subscribe('/robot_description', 'std_msgs/msg/String', qos.LATCHED)
+    listener.subscribe('/tf_static', 'tf2_msgs/msg/TFMessage', qos.LATCHED)
+    log = tmp_path / 'player.log'
+    # through the CLI, which starts the state publisher; only /annotations as data
+    player = spawn(['-m', 'react_ros.cli', 'play', str(episode.path), '--loop', '--rate', '4',
+                    '--topics', '/annotations', '--quiet'], log)
+
+    def descriptions() -> int:
+        return len(listener.msgs['/robot_description'])
+
+    def static_at(lo: int, hi: int) -> bool:
+        """A complete /tf_static stamped within [lo, hi] arrived."""
+        for m in listener.msgs['/tf_static']:
+            frames = {ts.child_frame_id for ts in m.transforms}
+            if {'quest_origin', 'left_base_link'} <= frames and \
+                    all(lo <= to_ns(ts.header.stamp) <= hi for ts in m.transforms):
+                return True
+        return False
+
+    def clock() -> list[int]:
+        return [to_ns(m.clock) for m in listener.msgs['/clock']]
+    start, end = episode.start_ns, episode.end_ns
+    try:
+        assert listener.spin_until(lambda: descriptions() and listener.msgs['/tf_static'], 60), \
+            log.read_text()
+        before = descriptions()
+        # a loop wrap: /clock goes back to the start, and both come again
+        assert listener.spin_until(lambda: any(b < a for a, b in zip(clock(), clock()[1:])),
+                                   60), 'no loop seen on /clock'
+        assert listener.spin_until(lambda: static_at(start, end) and descriptions() > before,
+                                   30), log.read_text()
+        assert listener.msgs['/robot_description'][-1].data == episode.urdf
+
+        # paused; forward to the middle (no jump back), then back to a quarter
+        listener.call(f'/{PLAYER}/pause', srv.Pause)
+        middle, quarter = (start + end) // 2, start + (end - start) // 4
+        assert listener.call(f'/{PLAYER}/seek', srv.Seek, time=stamp(middle)).success
+        assert listener.spin_until(lambda: clock()[-1] == middle, 30)
+        before = descriptions()
+        assert not static_at(quarter, quarter)
+        assert listener.call(f'/{PLAYER}/seek', srv.Seek, time=stamp(quarter)).success
+        assert listener.spin_until(lambda: static_at(quarter, quarter) and descriptions() > before,
+                                   30), log.read_text()
+        assert listener.msgs['/robot_description'][-1].data == episode.urdf
+    finally:
+        assert stop(player) == 0, log.read_text()
+
+
+def test_unknown_topic_exits_2_naming_it(episode, tmp_path):
+    """As `convert` does: a --topics/--exclude name the episode lacks is a typo, not a wish."""
+    log = tmp_path / 'player.log'
+    proc = spawn(['-m', 'react_ros.cli', 'play', str(episode.path), '--quiet',
+                  '--topics', '/tf', '/nope', '--exclude', '/nix'], log)
+    assert proc.wait(60) == 2, log.read_text()
+    lines = log.read_text().strip().splitlines()
+    assert len(lines) == 1 and 'no such topic' in lines[0], lines
+    assert 'no such topic in the episode: /nope, /nix (it has ' in lines[0], lines
+    # the node the same way; and /clock is no mistake
+    proc = spawn_player(episode.path, log, exclude='/nope')
+    assert proc.wait(60) == 2, log.read_text()
+    assert '/nope' in log.read_text().strip().splitlines()[-1]
+    proc = spawn_player(episode.path, log, topics='/annotations', exclude='/clock',
+                        playback_duration=0.1, wait_for_subscribers=0)
+    assert proc.wait(60) == 0, log.read_text()

@@ -86,9 +86,31 @@ def video_camera_streams(source: video.VideoInfo | Path | str, stamps: np.ndarra
             info.path, image_scale, expected_frames=info.frame_count)) if n in wanted)
         for t, frame in in_stamp_order(decoded, t_rows):
             yield t, rgb_image(frame, t, frame_id)
+
+    table: list[video.FrameTable] = []  # the video's frame PTS and keyframes, read at a seek
+
+    def images_from(from_ns: int) -> Iterator[tuple[int, Any]]:
+        """The images stamped from_ns or later, decoded from the keyframe before the first."""
+        keep = t_rows >= from_ns
+        if keep.all():
+            yield from images()
+            return
+        if not keep.any():
+            return
+        # Frames come in index order, stamps in any: start at the lowest frame
+        # index among those stamped from_ns or later.
+        sel_frames, sel_t = frames[keep], t_rows[keep]
+        wanted = set(sel_frames.tolist())
+        if not table:
+            table.append(video.frame_table(info.path))
+        decoded = (f for n, f in video.decode_rgb_from(
+            info.path, int(sel_frames[0]), image_scale, expected_frames=info.frame_count,
+            table=table[0]) if n in wanted)
+        for t, frame in in_stamp_order(decoded, sel_t):
+            yield t, rgb_image(frame, t, frame_id)
     streams = [Stream(f'{prefix}/image_raw', 'sensor_msgs/msg/Image', images, count=len(rows),
                       heavy=True, approx_bytes=size[0] * size[1] * 3 + 200,
-                      meta={'video': str(info.path)})]
+                      meta={'video': str(info.path)}, open_from=images_from)]
     if calibration is None:
         return streams
     calib: Callable[[int], Mapping[str, Any]] = \

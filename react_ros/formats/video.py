@@ -1,9 +1,15 @@
 """Video files through PyAV: frame counts, per-frame PTS and lazy RGB decoding.
 
+Frame n is the n-th frame in presentation order, also when decoding starts
+elsewhere: `decode_rgb_from` seeks to the keyframe before frame n and names
+every decoded frame by its PTS's place in `frame_pts` (never by time x rate:
+variable-frame-rate videos have no rate).
+
 Plain numpy and int-ns out, no rclpy.
 """
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -104,22 +110,53 @@ def _count_packets(container: av.container.InputContainer, path: Path) -> int:
         raise DatasetFormatError(path, f'video is corrupt ({_why(exc)})') from None
 
 
-def frame_pts_ns(path: Path | str) -> list[int]:
-    """Presentation time of every frame, in ns on the container's timeline.
+@dataclass(frozen=True)
+class FrameTable:
+    """Per frame, in presentation order: its PTS (stream time base); and which are keyframes."""
 
-    Packets come in decode order (B-frames), so the PTS are sorted.
-    """
+    pts: list[int]
+    keyframes: list[int]  # frame indices, ascending
+
+
+def frame_table(path: Path | str) -> FrameTable:
+    """Read from the packets, without decoding (they come in decode order: sorted here)."""
     path = Path(path)
     container = _open(path)
     try:
         stream = container.streams.video[0]
-        tb = stream.time_base or Fraction(1, 1)
-        pts = [p.pts for p in container.demux(stream) if p.size and p.pts is not None]
+        packets = [(p.pts, p.is_keyframe) for p in container.demux(stream)
+                   if p.size and p.pts is not None]
     except _AV_ERRORS as exc:
         raise DatasetFormatError(path, f'video is corrupt ({_why(exc)})') from None
     finally:
         container.close()
-    return sorted(int(p * tb.numerator * 1_000_000_000 // tb.denominator) for p in pts)
+    packets.sort()
+    return FrameTable([p for p, _ in packets], [i for i, (_, key) in enumerate(packets) if key])
+
+
+def frame_pts(path: Path | str) -> list[int]:
+    """Presentation time of every frame in the stream's time base; item n is frame n's."""
+    return frame_table(path).pts
+
+
+def frame_pts_ns(path: Path | str) -> list[int]:
+    """Presentation time of every frame, in ns on the container's timeline."""
+    path = Path(path)
+    container = _open(path)
+    try:
+        tb = container.streams.video[0].time_base or Fraction(1, 1)
+    finally:
+        container.close()
+    return [int(p * tb.numerator * 1_000_000_000 // tb.denominator) for p in frame_pts(path)]
+
+
+def _rgb(frame: av.VideoFrame, size: tuple[int, int]) -> np.ndarray:
+    if size == (frame.width, frame.height):
+        return frame.to_ndarray(format='rgb24')
+    # AREA: averages the source pixels (no aliasing when shrinking) and costs a
+    # third less than swscale's default bicubic here.
+    return frame.to_ndarray(width=size[0], height=size[1], format='rgb24',
+                            interpolation='AREA')
 
 
 def decode_rgb(path: Path | str, scale: float = 1.0,
@@ -139,13 +176,7 @@ def decode_rgb(path: Path | str, scale: float = 1.0,
         ctx = stream.codec_context
         size = scaled_size(ctx.width, ctx.height, scale)
         for frame in container.decode(stream):
-            if size == (frame.width, frame.height):
-                yield frame.to_ndarray(format='rgb24')
-            else:
-                # AREA: averages the source pixels (no aliasing when shrinking) and
-                # costs a third less than swscale's default bicubic here.
-                yield frame.to_ndarray(width=size[0], height=size[1], format='rgb24',
-                                       interpolation='AREA')
+            yield _rgb(frame, size)
             n += 1
     except _AV_ERRORS as exc:
         raise DatasetFormatError(path, f'video frame {n} cannot be decoded '
@@ -154,3 +185,96 @@ def decode_rgb(path: Path | str, scale: float = 1.0,
         container.close()
     if expected_frames is not None and n < expected_frames:
         raise DatasetFormatError(path, f'video ends after {n} of {expected_frames} frames')
+
+
+def decode_rgb_from(path: Path | str, first: int, scale: float = 1.0,
+                    expected_frames: int | None = None, table: FrameTable | None = None,
+                    stats: dict[str, int] | None = None) -> Iterator[tuple[int, np.ndarray]]:
+    """Yield (n, HxWx3 uint8 RGB) for frames n = first, first + 1, ... to the end.
+
+    Decoding starts at the keyframe before frame `first`, so getting there
+    costs at most one GOP wherever `first` is; the frames between that
+    keyframe and `first` are decoded but not converted. `table` is
+    `frame_table(path)` (read here when not given). Each decoded frame is named
+    by its PTS, so frame n is frame n as `decode_rgb` counts it.
+    `stats['decoded_from']` is set to the frame decoding started at.
+    """
+    path = Path(path)
+    table = frame_table(path) if table is None else table
+    pts = table.pts
+    if not 0 <= first < len(pts):
+        raise ValueError(f'{path}: frame {first} outside {len(pts)} frames')
+    index = {p: i for i, p in enumerate(pts)}
+    container = _open(path)
+    n = first
+    try:
+        stream = container.streams.video[0]
+        stream.thread_type = 'AUTO'
+        ctx = stream.codec_context
+        size = scaled_size(ctx.width, ctx.height, scale)
+        start = _seek_before(container, stream, first, table, index)
+        if stats is not None:
+            stats['decoded_from'] = start
+        expect = start
+        for frame in container.decode(stream):
+            # (from the start, a frame without a PTS is the next one, as decode_rgb counts)
+            i = index.get(frame.pts) if frame.pts is not None else (expect if start == 0 else None)
+            if i is not None and i < start:
+                continue  # an open GOP's leading frames: before the keyframe, not needed
+            if i is None or i != expect:
+                what = (f'frame {i}, not {expect}' if i is not None else
+                        'a frame with no PTS' if frame.pts is None else
+                        f'a frame at PTS {frame.pts}, which no packet has')
+                raise DatasetFormatError(path, f'decoding from frame {start} gave {what}')
+            expect += 1
+            if i >= first:
+                n = i
+                yield i, _rgb(frame, size)
+                n = i + 1
+    except _AV_ERRORS as exc:
+        raise DatasetFormatError(path, f'video frame {n} cannot be decoded '
+                                 f'({_why(exc)})') from None
+    finally:
+        container.close()
+    if expected_frames is not None and expect < expected_frames:
+        raise DatasetFormatError(path, f'video ends after {expect} of {expected_frames} frames')
+
+
+def _seek_before(container: av.container.InputContainer, stream: av.video.stream.VideoStream,
+                 first: int, table: FrameTable, index: dict[int, int]) -> int:
+    """Position the container on the last keyframe at or before frame `first`; its index.
+
+    The container seeks by its own index timestamps, which are not quite the
+    PTS (mp4: decode times, edit lists), so `seek(pts of that keyframe)` may
+    land a keyframe early. Where a seek lands is cheap to see (the first packet
+    after it is the keyframe), so the offset is bisected until it lands on the
+    keyframe wanted; after a few tries the best landing at or before `first`
+    is taken, or, with no keyframe at all in the table, the start.
+    """
+    pts, keys = table.pts, table.keyframes
+    k = bisect.bisect_right(keys, first) - 1
+    if first == 0 or k < 0 or keys[k] == 0:
+        container.seek(pts[0], stream=stream, backward=True, any_frame=False)
+        return 0
+    want = keys[k]
+    lo = pts[keys[k - 1]] if k > 0 else pts[0]
+    hi = pts[keys[k + 1]] if k + 1 < len(keys) else pts[-1] + (pts[-1] - pts[0]) + 1
+    best, best_offset = 0, pts[0]
+    offset = pts[want]
+    for _ in range(12):
+        container.seek(int(offset), stream=stream, backward=True, any_frame=False)
+        head = next((p for p in container.demux(stream) if p.size), None)
+        landed = index.get(head.pts) if head is not None and head.pts is not None else None
+        if landed is not None and best < landed <= first:
+            best, best_offset = landed, offset
+        if landed == want:
+            break
+        if landed is not None and landed > want:
+            hi = offset
+        else:
+            lo = offset
+        if hi - lo <= 1:
+            break
+        offset = (lo + hi) // 2
+    container.seek(int(best_offset), stream=stream, backward=True, any_frame=False)
+    return best

@@ -7,7 +7,10 @@ present joints on /tf stamped with the JointState's stamp. Like the real node
 it throttles /tf per joint to `publish_frequency` (20 Hz by default) by header
 stamp unless `ignore_timestamp` is set, and when its clock (sim time with
 use_sim_time) jumps back it forgets the last publish times, so a looping or
-seeking player keeps moving the fingers.
+seeking player keeps moving the fingers. Unlike the real node, it also
+re-publishes /robot_description and /tf_static (stamped at the new time) when
+its clock jumps back, so that "every latched topic is re-published after a
+loop or a backward seek" holds for these two as well.
 
     python -m react_ros.ros.state_publisher --urdf robot.urdf [--ros-args -p use_sim_time:=true]
     ros2 run react_ros state_publisher --ros-args -p robot_description:="$(cat robot.urdf)"
@@ -25,6 +28,8 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 import rclpy
+from rclpy.clock import JumpThreshold, TimeJump
+from rclpy.duration import Duration
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
@@ -59,8 +64,30 @@ class StatePublisher:
         self.tf_pub = node.create_publisher(TFMessage, '/tf', qos.TF)
         self.sub = node.create_subscription(JointState, 'joint_states', self._on_joint_state,
                                             qos.JOINT_STATES_IN)
-        self.description_pub.publish(String(data=model.urdf_text))
+        # A jump callback runs inside the clock update: it only wakes the executor,
+        # which re-publishes.
+        self.jumps_back = 0
+        self._republish = node.create_guard_condition(self._on_jumped_back)
+        self._jump_handle = node.get_clock().create_jump_callback(
+            JumpThreshold(min_forward=None, min_backward=Duration(nanoseconds=-1),
+                          on_clock_change=False),
+            post_callback=self._on_jump)
+        self._publish_latched()
+
+    def _publish_latched(self) -> None:
+        self.description_pub.publish(String(data=self.model.urdf_text))
         self._publish_static()
+
+    def _on_jump(self, jump: TimeJump) -> None:
+        if jump.delta.nanoseconds < 0:
+            self._republish.trigger()
+
+    def _on_jumped_back(self) -> None:
+        self.jumps_back += 1
+        self.node.get_logger().info('/clock jumped back: re-publishing robot_description and '
+                                    'the static transforms')
+        self._last_publish.clear()
+        self._publish_latched()
 
     def _prefixed(self, msg: TFMessage) -> TFMessage:
         if self.prefix:

@@ -23,11 +23,16 @@ is published (at the new time) before any message of the new pass, and latched
 topics are re-published after every loop, seek and start offset (rosbag2 skips
 them).
 
-Seeking re-opens every stream and drops what comes before the target. For video
-that means decoding the frames in between (on the reader threads, in parallel
-per camera, interruptible by a newer seek or a stop): a seek costs up to the
-decode time of the skipped part. Keyframe seeking would need a seekable stream
-interface, which streams.Stream does not offer yet.
+Seeking re-opens every stream at the target (streams.open_at): a video stream
+decodes from the keyframe before it (Stream.open_from), so a seek costs at most
+one GOP of decoding wherever the target is, on the reader threads, in parallel
+per camera. Other streams are read from their start and what comes before the
+target is dropped (a latched one re-sends its last message before it).
+
+Delivery. Before the first message the player waits, bounded, for DDS
+discovery to settle (discovery.py), with /clock held at the first stamp; at the
+end, and after Ctrl-C, it waits, bounded, until reliable subscribers have
+acknowledged what was published.
 """
 from __future__ import annotations
 
@@ -279,11 +284,9 @@ class Player:
                 then, old, _, _ = self._history[0]
                 if now - then > 0.2:
                     rates = {t: (counts[t] - old.get(t, 0)) / (now - then) for t in counts}
-                # the real-time factor within the current pass only: a loop or a
-                # seek moves the dataset time without playing it
-                same = [h for h in self._history if h[3] == self._pass]
-                if same and now - same[0][0] > 0.2:
-                    rtf = max(0.0, (self._played_ns - same[0][2]) / 1e9 / (now - same[0][0]))
+                # once over, up to the last message (not the wait for acknowledgements)
+                until = self._last_pub if self.timeline.stopped and self._last_pub else now
+                rtf = real_time_factor(self._history, until, self._played_ns, self._pass)
             topics = {t: TopicStats(counts[t], self._failed[t], rates[t]) for t in counts}
             played = self._played_ns
             span = self._last_pub - self._first_pub if self._first_pub is not None else 0.0
@@ -308,15 +311,19 @@ class Player:
             t = self.timeline
             keyboard = Keyboard({SPACE: t.toggle_paused, RIGHT: lambda: t.play_next(1, wait=None),
                                  UP: lambda: t.step_rate(+0.1), DOWN: lambda: t.step_rate(-0.1)})
+        flushed = False
         try:
             if self.options.delay_s > 0:
                 self.timeline.sleep(self.options.delay_s)
             self._play()
+            if not self.timeline.stopped:  # the end: the services still answer meanwhile
+                self._flush()
+                flushed = True
         finally:
             self.stop()
             self.timeline.finish_steps()
-            # also after Ctrl-C: what went out should arrive
-            self._flush()
+            if not flushed:  # after Ctrl-C too: what went out should arrive
+                self._flush()
             if keyboard is not None:
                 keyboard.stop()
             spinner.join(2.0)
@@ -532,6 +539,20 @@ class Player:
         self._line.show(line, force=final)
         if final:
             self._line.close()
+
+
+def real_time_factor(history: Sequence[tuple[float, Any, int, int]], now: float, played_ns: int,
+                     pass_id: int) -> float | None:
+    """Dataset seconds played per wall second since the oldest `history` entry of this pass.
+
+    Entries are (wall time, _, dataset time played, pass); only the current pass
+    counts, since a loop or a seek moves the dataset time without playing it.
+    None until that covers a fifth of a second.
+    """
+    same = [h for h in history if h[3] == pass_id]
+    if not same or now - same[0][0] <= 0.2:
+        return None
+    return max(0.0, (played_ns - same[0][2]) / 1e9 / (now - same[0][0]))
 
 
 def player_node(name: str, context: Context | None = None) -> Node:

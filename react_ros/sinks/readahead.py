@@ -11,7 +11,7 @@ import threading
 from collections import deque
 from typing import Any, Callable, Iterator
 
-from react_ros.streams import Stream
+from react_ros.streams import Stream, open_at
 
 _END = object()
 
@@ -74,9 +74,9 @@ class ByteBoundedQueue:
 class ReadAhead:
     """One worker thread iterating `stream` from `from_ns` into a ByteBoundedQueue.
 
-    Messages before `from_ns` are dropped on the worker (for video this is
-    decode-and-drop: seeking costs decoding time, but off the publishing thread
-    and in parallel per camera). Worker exceptions surface in `__iter__`.
+    The stream is opened at `from_ns` (streams.open_at: a video stream decodes
+    from the keyframe before it), off the publishing thread and in parallel per
+    camera. Worker exceptions surface in `__iter__`.
     """
 
     def __init__(self, stream: Stream, from_ns: int, capacity: int,
@@ -91,7 +91,7 @@ class ReadAhead:
         self._thread.start()
 
     def _run(self) -> None:
-        it = self.stream.open()
+        it = open_at(self.stream, self.from_ns)
         # Unknown sizes count as 1 MiB, so a stream that does not say still stays bounded.
         size = self.stream.approx_bytes if self.stream.approx_bytes > 0 else 1 << 20
         try:
