@@ -38,6 +38,7 @@ class Listener:
         self.executor.add_node(self.node)
         self.msgs: dict[str, list[Any]] = defaultdict(list)
         self._subs: list[Any] = []
+        self._clients: dict[str, Any] = {}
 
     def subscribe(self, topic: str, msg_type: str, profile: QoSProfile | None = None) -> None:
         if profile is None:
@@ -74,14 +75,22 @@ class Listener:
         return seen
 
     def call(self, srv_name: str, srv_type: type, timeout: float = 20.0, **fields: Any) -> Any:
-        client = self.node.create_client(srv_type, srv_name)
-        try:
+        """Call a service; one client per service, kept for the next calls.
+
+        A client is ready once it has matched the server, but the server may match
+        the client's response reader a little later, and a response sent before
+        that is lost (rmw_fastrtps waits 100 ms for it; a busy machine took longer).
+        So a new client waits half a second more before its first request.
+        """
+        client = self._clients.get(srv_name)
+        if client is None:
+            client = self._clients[srv_name] = self.node.create_client(srv_type, srv_name)
+        if not client.service_is_ready():  # a new client, or a new server
             assert self.spin_until(client.service_is_ready, timeout), f'{srv_name} not offered'
-            future = client.call_async(srv_type.Request(**fields))
-            assert self.spin_until(future.done, timeout), f'{srv_name} did not answer'
-            return future.result()
-        finally:
-            self.node.destroy_client(client)
+            self.spin_for(0.5)
+        future = client.call_async(srv_type.Request(**fields))
+        assert self.spin_until(future.done, timeout), f'{srv_name} did not answer'
+        return future.result()
 
     def clear(self) -> None:
         for msgs in self.msgs.values():
