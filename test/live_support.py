@@ -133,3 +133,20 @@ def stop(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> int:
             proc.kill()
             proc.wait()
     return proc.returncode
+
+
+def play_through(listener: 'Listener', player: subprocess.Popen[bytes], log: Path,
+                 topics: Iterable[str]) -> None:
+    """Play a paused player to its end once `listener` sees its topics, then stop it.
+
+    /tf_static is subscribed late, as a joiner after the start would be.
+    """
+    from rosbag2_interfaces import srv
+    try:
+        assert listener.wait_for_publishers(topics), log.read_text()
+        listener.subscribe('/tf_static', 'tf2_msgs/msg/TFMessage', qos.LATCHED)
+        listener.call(f'/{PLAYER}/resume', srv.Resume)
+        assert listener.spin_until(lambda: player.poll() is not None, 120), 'player never ended'
+        listener.spin_for(0.5)
+    finally:
+        assert stop(player) == 0, log.read_text()

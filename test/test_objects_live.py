@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from live_support import PLAYER, Listener, spawn_player, stop
-from react_ros.ros import qos
+from live_support import Listener, spawn_player, play_through
 from react_ros.ros.msgs import to_ns
 from react_ros.samples.objects import SESSION, write_objects_sample
 
@@ -29,7 +28,6 @@ def listener():
 
 def test_tf_markers_and_status_arrive_as_the_files_say(listener: Listener,
                                                       tmp_path: Path) -> None:
-    from rosbag2_interfaces import srv
     root = write_objects_sample(tmp_path / 'release', duration_s=2.0)
     topics = {'/tf': 'tf2_msgs/msg/TFMessage',
               '/objects/markers': 'visualization_msgs/msg/MarkerArray',
@@ -39,14 +37,7 @@ def test_tf_markers_and_status_arrive_as_the_files_say(listener: Listener,
         listener.subscribe(topic, msg_type)
     log = tmp_path / 'player.log'
     player = spawn_player(root, log, start_paused=True, marker_refresh=0.0)
-    try:
-        assert listener.wait_for_publishers(topics), log.read_text()
-        listener.subscribe('/tf_static', 'tf2_msgs/msg/TFMessage', qos.LATCHED)
-        listener.call(f'/{PLAYER}/resume', srv.Resume)
-        assert listener.spin_until(lambda: player.poll() is not None, 120), 'player never ended'
-        listener.spin_for(0.5)
-    finally:
-        assert stop(player) == 0, log.read_text()
+    play_through(listener, player, log, topics)
 
     with np.load(root / SESSION / 'motions' / 'objects.npz') as z:
         names = [str(n) for n in z['names']]

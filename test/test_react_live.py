@@ -15,8 +15,7 @@ import pytest
 from react_support import EPISODE, column, edit_json, react_release
 from scipy.spatial.transform import Rotation
 
-from live_support import PLAYER, Listener, spawn_player, stop
-from react_ros.ros import qos
+from live_support import Listener, spawn_player, play_through, stop
 from react_ros.ros.msgs import to_ns
 
 pytestmark = pytest.mark.timeout(180)
@@ -48,7 +47,6 @@ def listener():
 
 def test_gel_centre_projects_within_1px_and_tactile_is_fresh_rows_only(
         listener: Listener, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
-    from rosbag2_interfaces import srv
     root = react_release(tmp_path_factory)
     topics = {'/tf': 'tf2_msgs/msg/TFMessage',
               '/view_middle/camera_info': 'sensor_msgs/msg/CameraInfo',
@@ -60,14 +58,7 @@ def test_gel_centre_projects_within_1px_and_tactile_is_fresh_rows_only(
         listener.subscribe(topic, msg_type)
     log = tmp_path / 'player.log'
     player = spawn_player(root, log, episode_id=EPISODE, start_paused=True)
-    try:
-        assert listener.wait_for_publishers(topics), log.read_text()
-        listener.subscribe('/tf_static', 'tf2_msgs/msg/TFMessage', qos.LATCHED)
-        listener.call(f'/{PLAYER}/resume', srv.Resume)
-        assert listener.spin_until(lambda: player.poll() is not None, 120), 'player never ended'
-        listener.spin_for(0.5)
-    finally:
-        assert stop(player) == 0, log.read_text()
+    play_through(listener, player, log, topics)
 
     # -- expectation from the files
     poses = column(root, 'sensor_left_pose')

@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 from robotwin_support import EP0, EPISODE, robotwin_release
 
-from live_support import PLAYER, Listener, spawn, stop
-from react_ros.ros import qos
+from live_support import Listener, spawn, play_through
 from react_ros.ros.msgs import to_ns
 
 pytestmark = pytest.mark.timeout(180)
@@ -35,21 +34,13 @@ def listener():
 def test_play_delivers_every_frame_in_true_colours(listener: Listener, tmp_path: Path,
                                                    tmp_path_factory: pytest.TempPathFactory
                                                    ) -> None:
-    from rosbag2_interfaces import srv
     root = robotwin_release(tmp_path_factory)
     for topic, msg_type in TOPICS.items():
         listener.subscribe(topic, msg_type)
     log = tmp_path / 'player.log'
     player = spawn(['-m', 'react_ros.cli', 'play', str(root), '--episode', EPISODE,
                     '--fps', '20', '--start-paused', '--quiet', '--no-state-publisher'], log)
-    try:
-        assert listener.wait_for_publishers(TOPICS), log.read_text()
-        listener.subscribe('/tf_static', 'tf2_msgs/msg/TFMessage', qos.LATCHED)
-        listener.call(f'/{PLAYER}/resume', srv.Resume)
-        assert listener.spin_until(lambda: player.poll() is not None, 120), 'player never ended'
-        listener.spin_for(0.5)
-    finally:
-        assert stop(player) == 0, log.read_text()
+    play_through(listener, player, log, TOPICS)
 
     with h5py.File(root / EP0) as f:
         t = f['observation/head_camera/rgb'].shape[0]

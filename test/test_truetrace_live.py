@@ -8,10 +8,9 @@ from pathlib import Path
 
 import h5py
 import pytest
-from live_support import PLAYER, Listener, spawn, stop
+from live_support import Listener, spawn, play_through
 from truetrace_support import EP, EXPORT, truetrace_package
 
-from react_ros.ros import qos
 from react_ros.ros.msgs import to_ns
 
 pytestmark = pytest.mark.timeout(180)
@@ -27,7 +26,6 @@ def listener():
 
 def test_play_delivers_imu_and_stereo_on_the_cam0_clock(
         listener: Listener, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
-    from rosbag2_interfaces import srv
     root = truetrace_package(tmp_path_factory)
     topics = {'/imu/data': 'sensor_msgs/msg/Imu',
               '/cam0/camera_info': 'sensor_msgs/msg/CameraInfo',
@@ -38,14 +36,7 @@ def test_play_delivers_imu_and_stereo_on_the_cam0_clock(
     log = tmp_path / 'player.log'
     player = spawn(['-m', 'react_ros.cli', 'play', str(root / EXPORT), '--verify',
                     '--start-paused', '--quiet', '--rate', '2'], log)
-    try:
-        assert listener.wait_for_publishers(topics), log.read_text()
-        listener.subscribe('/tf_static', 'tf2_msgs/msg/TFMessage', qos.LATCHED)
-        listener.call(f'/{PLAYER}/resume', srv.Resume)
-        assert listener.spin_until(lambda: player.poll() is not None, 120), 'player never ended'
-        listener.spin_for(0.5)
-    finally:
-        assert stop(player) == 0, log.read_text()
+    play_through(listener, player, log, topics)
 
     with open(root / EP / 'imu.csv') as f:
         rows = list(csv.DictReader(f))
