@@ -287,6 +287,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM/SIGHUP while writing (Interrupted)
         return 128 + getattr(stop, 'signum', signal.SIGINT)
+    except Exception as err:
+        # A stop signal that lands inside a C extension's callback (rclpy's
+        # deserialisation builds messages in Python) comes back wrapped, as a
+        # TypeError caused by the interrupt: still a stop, not a bug.
+        stop = _interrupt_behind(err)
+        if stop is None:
+            raise
+        return 128 + getattr(stop, 'signum', signal.SIGINT)
+
+
+def _interrupt_behind(err: BaseException) -> KeyboardInterrupt | None:
+    seen: set[int] = set()
+    cause: BaseException | None = err
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return None
 
 
 if __name__ == '__main__':
