@@ -19,6 +19,7 @@ bench: setup
 	@$(ENV) python bench/bench_robotwin.py
 	@$(ENV) python bench/bench_truetrace.py
 	@$(ENV) python bench/bench_objects.py
+	@$(ENV) python bench/bench_convert.py
 
 clean:
 	rm -rf .venv build install log .pytest_cache

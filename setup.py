@@ -17,6 +17,8 @@ setup(
     ],
     package_data={'react_ros': ['config/*']},
     install_requires=['setuptools'],
+    # requirements/ray.txt: the same pin for the .venv set-up
+    extras_require={'ray': ['ray>=2.9']},
     zip_safe=True,
     maintainer='react_ros',
     maintainer_email='react_ros@example.com',

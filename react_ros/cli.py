@@ -42,6 +42,33 @@ def _non_negative(text: str) -> float:
     return value
 
 
+def _workers(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f'must be >= 1, got {text}')
+    return value
+
+
+def _bag_args(p: argparse.ArgumentParser) -> None:
+    """What goes into a bag: shared by convert and convert-all."""
+    from react_ros.sinks.bag import COMPRESSIONS, DEFAULT_COMPRESSION, IMAGE_MODES
+    p.add_argument('--images', choices=IMAGE_MODES, default='raw',
+                   help='raw: sensor_msgs/Image; jpeg, png: sensor_msgs/CompressedImage as '
+                        'image_transport publishes it (labels and ids always lossless; depth: '
+                        'lossless TIFF with png, compressedDepth with jpeg)')
+    p.add_argument('--jpeg-quality', type=_jpeg_quality, default=95, metavar='Q',
+                   help='1-100 (default 95)')
+    p.add_argument('--compression', choices=COMPRESSIONS, default=DEFAULT_COMPRESSION,
+                   help=f'MCAP chunk compression (default {DEFAULT_COMPRESSION})')
+
+
+def _jpeg_quality(text: str) -> int:
+    value = int(text)
+    if not 1 <= value <= 100:
+        raise argparse.ArgumentTypeError(f'must be 1-100, got {text}')
+    return value
+
+
 def _remap(text: str) -> tuple[str, str]:
     src, sep, dst = text.partition(':=')
     if not sep or not src or not dst:
@@ -59,10 +86,12 @@ def _option_type(opt: Option):
     return parse
 
 
-def _kind_option_args(p: argparse.ArgumentParser) -> None:
+def _kind_option_args(p: argparse.ArgumentParser, skip: frozenset[str] = frozenset()) -> None:
     """Every kind's own options, one group per kind, from its options dataclass."""
     groups: dict[str, argparse._ArgumentGroup] = {}
     for kind, opt in kind_options():
+        if opt.name in skip:
+            continue
         if kind.name not in groups:
             groups[kind.name] = p.add_argument_group(f'{kind.name} options ({kind.title})')
         group = groups[kind.name]
@@ -132,6 +161,29 @@ def build_parser() -> argparse.ArgumentParser:
                    help='replace OUTDIR if it is a bag react_ros wrote (nothing else)')
     p.add_argument('--topics', nargs='+', metavar='T')
     p.add_argument('--exclude', nargs='+', default=[], metavar='T')
+    _bag_args(p)
+    p.add_argument('-q', '--quiet', action='store_true')
+    p.add_argument('--progress', action='store_true',
+                   help='show progress even when stderr is not a terminal')
+
+    p = sub.add_parser('convert-all', help='convert every episode of a release, resumably')
+    p.add_argument('root', type=Path, help='the release folder')
+    p.add_argument('-o', '--output', required=True, metavar='OUTDIR')
+    p.add_argument('--kind', choices=list(KINDS), help='dataset kind (detected from the layout)')
+    p.add_argument('--image-scale', type=_positive, default=1.0, metavar='F',
+                   help='scale images (and K, P of camera_info) by F')
+    # convert-all's --verify covers TrueTrace's (checking MANIFEST.sha256): one flag, one meaning.
+    _kind_option_args(p, skip=frozenset({'verify'}))
+    _bag_args(p)
+    p.add_argument('--workers', type=_workers, default=None, metavar='N',
+                   help=f'episodes converted at once, in processes (default: the cores, '
+                        f'{os.cpu_count()})')
+    p.add_argument('--ray', nargs='?', const='', default=None, metavar='ADDRESS',
+                   help='run the episodes as Ray tasks (a local Ray without ADDRESS); '
+                        'ROOT and OUTDIR must be storage every Ray node sees')
+    p.add_argument('--verify', action='store_true',
+                   help='fingerprint sources by their contents (sha256), not size and mtime; '
+                        'TrueTrace episodes are also checked against MANIFEST.sha256')
     p.add_argument('-q', '--quiet', action='store_true')
     p.add_argument('--progress', action='store_true',
                    help='show progress even when stderr is not a terminal')
@@ -143,6 +195,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--duration', type=_positive, default=None, metavar='S')
     p.add_argument('--resolution', default=None, metavar='WxH',
                    help='video size (default: the dataset\'s own)')
+    p.add_argument('--episodes', type=_workers, default=None, metavar='N',
+                   help='write a release of N episodes (default: the kind\'s usual sample)')
 
     p = sub.add_parser('demo', help='make (or reuse) a sample episode and play it')
     p.add_argument('kind', nargs='?', default='umi',
@@ -155,12 +209,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _own_options(kind: DatasetKind, args: argparse.Namespace) -> KindOptions:
     """The kind's options from the flags; a flag of another kind is refused, not ignored."""
-    for other, opt in kind_options():
-        if other is not kind and getattr(args, opt.name) != opt.default:
-            raise ReactRosError(f'{opt.flag} is an option of {other.name} episodes; '
-                                f'{args.episode} is a {kind.name} episode')
     return kind.options.from_values(
-        {opt.name: getattr(args, opt.name) for k, opt in kind_options() if k is kind})
+        _kind_values(kind, args, f'{args.episode} is a {kind.name} episode'))
+
+
+def _kind_values(kind: DatasetKind | None, args: argparse.Namespace,
+                 what: str) -> dict[str, object]:
+    """The flags the user set for `kind`'s own options (all of them for None: not known yet)."""
+    if kind is not None:
+        for other, opt in kind_options():
+            if other is not kind and getattr(args, opt.name, opt.default) != opt.default:
+                raise ReactRosError(f'{opt.flag} is an option of {other.name} episodes; {what}')
+    return {opt.name: getattr(args, opt.name) for k, opt in kind_options()
+            if hasattr(args, opt.name)
+            and ((kind is None and getattr(args, opt.name) != opt.default) or k is kind)}
 
 
 def _open(args: argparse.Namespace, warn: bool = True):
@@ -190,13 +252,29 @@ def cmd_convert(args: argparse.Namespace) -> int:
     progress = Counter('converting') if show else None
     try:
         summary = write_bag(episode, args.output, overwrite=args.overwrite, topics=args.topics,
-                            exclude=args.exclude, progress=progress, inputs=[args.episode])
+                            exclude=args.exclude, progress=progress, inputs=[args.episode],
+                            images=args.images, jpeg_quality=args.jpeg_quality,
+                            compression=args.compression)
     finally:
         if progress:
             progress.close()  # ends the progress line, so an error starts on its own
     if not args.quiet:
         print(f'wrote {summary.path} ({summary.message_count} messages)')
     return 0
+
+
+def cmd_convert_all(args: argparse.Namespace) -> int:
+    from react_ros.release import ConvertSettings, convert_all
+    kind = KINDS[args.kind] if args.kind is not None else None
+    # Without --kind, the flags set are checked against the kind found in ROOT.
+    verify = args.__dict__.pop('verify')  # the run's flag, not only TrueTrace's (see above)
+    own = _kind_values(kind, args, f'{args.root} is a {args.kind} release')
+    settings = ConvertSettings(kind=args.kind, image_scale=args.image_scale,
+                               images=args.images, jpeg_quality=args.jpeg_quality,
+                               compression=args.compression, own=own)
+    show = not args.quiet and (args.progress or sys.stderr.isatty())
+    return convert_all(args.root, args.output, settings, workers=args.workers, ray=args.ray,
+                       verify=verify, progress=show, quiet=args.quiet)
 
 
 def _resolution(text: str | None) -> tuple[int, int] | None:
@@ -210,7 +288,7 @@ def _resolution(text: str | None) -> tuple[int, int] | None:
 
 
 def write_sample(kind: str, out: str | Path, seed: int = 0, duration: float | None = None,
-                 resolution: tuple[int, int] | None = None) -> Path:
+                 resolution: tuple[int, int] | None = None, episodes: int | None = None) -> Path:
     writer = KINDS[kind].sample_writer() if kind in KINDS else None
     if writer is None:
         raise ReactRosError(f'no sample generator for {kind!r} '
@@ -220,13 +298,16 @@ def write_sample(kind: str, out: str | Path, seed: int = 0, duration: float | No
         kwargs['duration_s'] = duration
     if resolution is not None:
         kwargs['width'], kwargs['height'] = resolution
+    if episodes is not None:
+        kwargs['episodes'] = episodes
     return writer(out, **kwargs)
 
 
 def cmd_sample(args: argparse.Namespace) -> int:
     path = write_sample(args.kind, args.dir, args.seed, args.duration,
-                        _resolution(args.resolution))
-    print(f'wrote {args.kind} sample episode to {path}')
+                        _resolution(args.resolution), args.episodes)
+    what = 'release' if args.episodes is not None else 'episode'
+    print(f'wrote {args.kind} sample {what} to {path}')
     return 0
 
 
@@ -275,7 +356,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {'info': cmd_info, 'play': cmd_play, 'convert': cmd_convert,
-            'sample': cmd_sample, 'demo': cmd_demo}
+            'convert-all': cmd_convert_all, 'sample': cmd_sample, 'demo': cmd_demo}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

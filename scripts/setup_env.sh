@@ -22,7 +22,8 @@ echo "react_ros: setting up $venv (first run takes about a minute)" >&2
 [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
 pip() { "$venv/bin/python" -m pip --disable-pip-version-check -q "$@"; }
 pip install -r "$root/requirements/ros-kilted.txt" -r "$root/requirements/python.txt" \
-  -r "$root/requirements/test.txt" 2>&1 | grep -v "is ignored" || true
+  -r "$root/requirements/test.txt" -r "$root/requirements/ray.txt" 2>&1 \
+  | grep -v "is ignored" || true
 "$venv/bin/python" -c "import rclpy, mcap, av" # fail here, loudly, if the install did not take
 
 # Defect 1 of the wheels: their CMake exports name the build machine's Python
@@ -37,7 +38,7 @@ done
 
 # Defect 2 (incomplete dependency lists) is handled by naming every ament_cmake
 # part in requirements/ros-kilted.txt. Now build what PyPI lacks.
-for pkg in tf2_msgs rosbag2_interfaces; do
+for pkg in tf2_msgs rosbag2_interfaces foxglove_msgs; do
   src="$root/interfaces/$pkg"
   h=$(cat $(find "$src" -type f | sort) | sha256sum | cut -d' ' -f1)
   mark="$venv/share/$pkg/.react_ros_built"
@@ -55,6 +56,6 @@ for pkg in tf2_msgs rosbag2_interfaces; do
 done
 
 pip install --no-deps -e "$root"
-"$venv/bin/python" -c "import tf2_msgs.msg, rosbag2_interfaces.srv, react_ros"
+"$venv/bin/python" -c "import tf2_msgs.msg, rosbag2_interfaces.srv, foxglove_msgs.msg, react_ros"
 echo "$want" >"$stamp"
 echo "react_ros: environment ready" >&2

@@ -21,10 +21,14 @@ THIRD_PARTY = {
     'pyarrow': ('python3-pyarrow', 'pyarrow'),
     'zstandard': ('python3-zstandard', 'zstandard'),
     'h5py': ('python3-h5py', 'h5py'),
+    'PIL': ('python3-pil', 'pillow'),
 }
+# Optional extras a user may leave out: module -> (extra name, pip requirement); imported
+# only where used, installed by the .venv set-up from requirements/<extra>.txt.
+OPTIONAL = {'ray': ('ray', 'ray')}
 # The rest are ROS 2 packages, named as their Python packages are.
 ROS_REQUIREMENTS = ROOT / 'requirements' / 'ros-kilted.txt'
-BUILT_HERE = {'tf2_msgs', 'rosbag2_interfaces'}  # interfaces/, built by scripts/setup_env.sh
+BUILT_HERE = {'tf2_msgs', 'rosbag2_interfaces', 'foxglove_msgs'}  # interfaces/, built by scripts/setup_env.sh
 
 
 def _runtime_imports() -> set[str]:
@@ -57,7 +61,13 @@ def test_every_runtime_import_is_a_declared_dependency() -> None:
     pip = _requirements(ROOT / 'requirements' / 'python.txt')
     ros_pip = _requirements(ROS_REQUIREMENTS)
     for module in sorted(_runtime_imports()):
-        if module in THIRD_PARTY:
+        if module in OPTIONAL:
+            extra, requirement = OPTIONAL[module]
+            assert requirement in _requirements(ROOT / 'requirements' / f'{extra}.txt'), \
+                f'{module}: requirements/{extra}.txt lacks it'
+            assert f"'{extra}': ['{requirement}" in (ROOT / 'setup.py').read_text(), \
+                f'{module}: setup.py has no [{extra}] extra naming it'
+        elif module in THIRD_PARTY:
             key, requirement = THIRD_PARTY[module]
             assert key in depends, f'{module}: package.xml lacks <exec_depend>{key}'
             assert requirement.lower() in pip, f'{module}: requirements/python.txt lacks it'

@@ -13,7 +13,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from react_ros.adapters import objects, react, robotwin, truetrace, umi
-from react_ros.adapters.base import DatasetKind, Episode, EpisodeOptions
+from react_ros.adapters.base import DatasetKind, Episode, EpisodeOptions, EpisodeRef
 from react_ros.errors import DatasetFormatError, ReactRosError
 from react_ros.options import Option, options_of
 
@@ -76,6 +76,34 @@ def resolve_kind(path: Path, kind: str | None = None) -> DatasetKind:
     return _KINDS[kind]
 
 
+def find_release(root: Path, kind: str | None = None) -> tuple[DatasetKind, list[EpisodeRef]]:
+    """The kind of the release at `root` and its episodes; refuses none, several or empty."""
+    root = Path(root)
+    if not root.is_dir():
+        raise DatasetFormatError(root, 'no such directory' if not root.exists()
+                                 else 'is not a directory; convert-all takes a release folder')
+    kinds = [resolve_kind(root, kind)] if kind is not None else list(_KINDS.values())
+    found = []
+    for k in kinds:
+        episodes = k.find_episodes(root) if k.find_episodes is not None else None
+        if episodes is not None:
+            found.append((k, episodes))
+    if not found:
+        raise DatasetFormatError(root, 'holds no release of ' + (
+            f'{kind} episodes' if kind else f'any known dataset ({", ".join(_KINDS)})'))
+    if len(found) > 1:
+        names = [k.name for k, _ in found]
+        raise DatasetFormatError(root, f'looks like a release of {" and ".join(names)}; '
+                                 f'choose one with --kind ({" or ".join(names)})')
+    desc, episodes = found[0]
+    if not episodes:
+        raise DatasetFormatError(root, f'is a {desc.name} release with no episodes')
+    ids = [e.id for e in episodes]
+    if len(set(ids)) != len(ids):
+        raise AssertionError(f'{desc.name}: find_episodes gave one id twice')
+    return desc, episodes
+
+
 def open_episode(path: Path, kind: str | None = None,
                  options: EpisodeOptions | None = None) -> Episode:
     path = Path(path)
@@ -92,5 +120,6 @@ def open_episode(path: Path, kind: str | None = None,
 for _kind in BUILTIN:
     register(_kind)
 
-__all__ = ['BUILTIN', 'KINDS', 'DatasetKind', 'Episode', 'EpisodeOptions', 'detect_kind',
-           'kind_options', 'open_episode', 'register', 'resolve_kind', 'unregister']
+__all__ = ['BUILTIN', 'KINDS', 'DatasetKind', 'Episode', 'EpisodeOptions', 'EpisodeRef',
+           'detect_kind', 'find_release', 'kind_options', 'open_episode', 'register',
+           'resolve_kind', 'unregister']

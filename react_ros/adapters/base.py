@@ -32,6 +32,17 @@ class EpisodeOptions:
             raise ReactRosError(f'image scale must be positive, got {self.image_scale}')
 
 
+@dataclass(frozen=True)
+class EpisodeRef:
+    """One episode of a release, as `react-ros convert-all` finds it."""
+
+    id: str  # unique in the release, '/'-separated; its bag goes to OUTDIR/<id>/
+    path: Path  # what open_episode takes
+    episode: str | None = None  # EpisodeOptions.episode, for releases holding many
+    # Every file its conversion reads, shared ones too: what the resume fingerprint covers.
+    sources: tuple[Path, ...] = ()
+
+
 @dataclass
 class Episode:
     kind: str
@@ -86,6 +97,10 @@ class DatasetKind:
     sample: str | None = None
     # For kinds whose sample is a release of many episodes: the one the demo plays.
     demo_episode: str | None = None
+    # The episodes of a release of this kind below `root`, in a stable order, or None
+    # when `root` is not one (never raises for that; a release it claims but cannot
+    # list raises DatasetFormatError naming the file). Used by convert-all.
+    find_episodes: Callable[[Path], list[EpisodeRef] | None] | None = None
 
     @property
     def config_file(self) -> str:

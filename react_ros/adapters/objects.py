@@ -34,7 +34,7 @@ from scipy.spatial.transform import Rotation
 from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
 
-from react_ros.adapters.base import DatasetKind, Episode, EpisodeOptions
+from react_ros.adapters.base import DatasetKind, Episode, EpisodeOptions, EpisodeRef
 from react_ros.adapters.poses import NON_UNIT, ZERO_QUATERNION, PosePolicy, PoseRule
 from react_ros.errors import DatasetFormatError
 from react_ros.formats.objects_session import (
@@ -431,10 +431,43 @@ class ObjectsAdapter:
                       count=len(frames), approx_bytes=100 * n)
 
 
+def find_episodes(root: Path) -> list[EpisodeRef] | None:
+    """Every session folder of a mocap release root, sorted by name; None: `root` is not one.
+
+    A release root holds objects/ and its sessions RELEASE/<session>/ (each with
+    motions/objects.npz); nothing deeper is searched. `root` itself a session
+    folder gives that one session (its id: the folder's name). Sources: the
+    session's motions/objects.npz, objects.json and object_markers.npz, and
+    every file under the release's objects/: the meshes are shared, and which of
+    them a session draws is written inside its objects.npz, which is read only
+    when converting.
+    """
+    root = Path(root)
+    try:
+        if _session_folder(root):
+            return [_session_ref(root, root.resolve().name or 'session', _meshes(root.parent))]
+        sessions = _sessions(root)
+        meshes = _meshes(root) if sessions else ()
+    except OSError:  # unreadable: not a release of ours, never an error
+        return None
+    return [_session_ref(root / name, name, meshes) for name in sessions] or None
+
+
+def _meshes(release: Path) -> tuple[Path, ...]:
+    return tuple(sorted(p for p in (release / 'objects').rglob('*') if p.is_file()))
+
+
+def _session_ref(folder: Path, episode_id: str, meshes: tuple[Path, ...]) -> EpisodeRef:
+    own = tuple(p for p in (folder / rel for rel in (OBJECTS_NPZ, OBJECTS_JSON, MARKERS_NPZ))
+                if p.is_file())
+    return EpisodeRef(id=episode_id, path=folder, sources=own + meshes)
+
+
 KIND = DatasetKind(
     name='objects', title='mocap object poses: a session of objects.npz at 120 Hz with meshes',
     adapter=ObjectsAdapter, options=ObjectsOptions,
     sample='react_ros.samples.objects:write_objects_sample',
-    demo_episode=None)
+    demo_episode=None,
+    find_episodes=find_episodes)
 
-__all__ = ['KIND', 'ObjectsAdapter', 'ObjectsOptions']
+__all__ = ['KIND', 'ObjectsAdapter', 'ObjectsOptions', 'find_episodes']

@@ -18,14 +18,14 @@ from geometry_msgs.msg import PoseStamped, WrenchStamped
 from scipy.spatial.transform import Rotation
 from std_msgs.msg import String
 
-from react_ros.adapters.base import DatasetKind, Episode, EpisodeOptions
+from react_ros.adapters.base import DatasetKind, Episode, EpisodeOptions, EpisodeRef
 from react_ros.adapters.poses import NON_UNIT, ZERO_QUATERNION, PosePolicy, PoseRule
 from react_ros.adapters.video_streams import video_camera_streams
 from react_ros.errors import DatasetFormatError, FrameSyncError, ReactRosError
 from react_ros.formats import video
 from react_ros.formats.parquet_video import (
     FINGERPRINT_TOLERANCE_PX, MAX_QUAT_NORM_ERROR, MM_SUSPECT_M, POSE_COLUMNS, SIDES,
-    VIEWS, Table, convert_calibration_y_to_z, convert_poses_y_to_z, date_base_ns,
+    VIDEO_KEYS, VIEWS, Table, convert_calibration_y_to_z, convert_poses_y_to_z, date_base_ns,
     fingerprint_error_px, fingerprint_problem, read_table)
 from react_ros.formats.react_conformance import conformance_report
 from react_ros.formats.react_files import (Camera, Gel, episode_record, read_bad_frames,
@@ -91,8 +91,7 @@ class ReactAdapter:
                                      'episodes.jsonl and meta/info.json)')
         read_info(self.root, self.warnings)
         self.episode_id = self._episode_id()
-        date, name = self.episode_id.split('/')
-        table = read_table(self.root / 'data' / date / f'{name}.parquet')
+        table = read_table(table_path(self.root, self.episode_id))
         if self.record.length is not None and self.record.length != table.n:
             raise DatasetFormatError(self.root / 'episodes.jsonl', f'line {self.record.line}: '
                                      f"'length' is {self.record.length} but "
@@ -247,9 +246,8 @@ class ReactAdapter:
 
     def _videos(self, table: Table) -> dict[str, video.VideoInfo]:
         out = {}
-        folder = self.root / 'videos' / self.episode_id
-        for key in [f'view_{v}' for v in VIEWS] + [f'tactile_{s}' for s in SIDES]:
-            info = video.probe(folder / f'{key}.mp4')
+        for key in VIDEO_KEYS:
+            info = video.probe(video_path(self.root, self.episode_id, key))
             if info.frame_count != table.n:
                 what = 'shorter than' if info.frame_count < table.n else 'longer than'
                 raise FrameSyncError(info.path, f'{info.frame_count} frames, {what} the '
@@ -493,10 +491,48 @@ def _pose_stamped(p: np.ndarray, t_ns: int) -> PoseStamped:
     return msg
 
 
+def table_path(root: Path, episode_id: str) -> Path:
+    date, name = episode_id.split('/')
+    return root / 'data' / date / f'{name}.parquet'
+
+
+def video_path(root: Path, episode_id: str, key: str) -> Path:
+    return root / 'videos' / episode_id / f'{key}.mp4'
+
+
+def find_episodes(root: Path) -> list[EpisodeRef] | None:
+    """Every episode episodes.jsonl lists, sorted by id; None: `root` is no release root.
+
+    Only `root` itself is looked at: a React release is one task's root (its
+    episodes.jsonl and meta/info.json), never searched for below. The id is the
+    episode's DATE/episode_NNN, opened as `root` with --episode. An episodes.jsonl
+    that cannot be read raises DatasetFormatError naming it: the release is
+    claimed but cannot be listed. Sources: the files every episode shares
+    (meta/info.json, episodes.jsonl, the calibration, segments/splits/bad_frames)
+    and the episode's own parquet and five videos, those that exist.
+    """
+    root = Path(root)
+    if not ReactAdapter.probe(root):
+        return None
+    calibration = root / 'calibration'
+    shared = [root / 'meta' / 'info.json', root / 'episodes.jsonl',
+              *(calibration / 'cameras' / f'{v}.json' for v in VIEWS),
+              *(calibration / f'gel_{s}.json' for s in SIDES),
+              *(root / name for name in ('segments.json', 'splits.json', 'bad_frames.json'))]
+    refs = []
+    for episode_id in sorted(rec['episode'] for _, rec in read_episode_lines(root)):
+        own = [table_path(root, episode_id),
+               *(video_path(root, episode_id, key) for key in VIDEO_KEYS)]
+        refs.append(EpisodeRef(id=episode_id, path=root, episode=episode_id,
+                               sources=tuple(p for p in shared + own if p.is_file())))
+    return refs
+
+
 KIND = DatasetKind(
     name='react', title='React bimanual tactile task releases: parquet tables and mp4 videos',
     adapter=ReactAdapter, options=ReactOptions,
     sample='react_ros.samples.react:write_react_sample',
-    demo_episode='2026-05-10/episode_000')
+    demo_episode='2026-05-10/episode_000',
+    find_episodes=find_episodes)
 
-__all__ = ['KIND', 'ReactAdapter', 'ReactOptions']
+__all__ = ['KIND', 'ReactAdapter', 'ReactOptions', 'find_episodes']

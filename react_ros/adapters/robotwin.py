@@ -29,7 +29,8 @@ from scipy.spatial.transform import Rotation
 from sensor_msgs.msg import Image, JointState, PointCloud2, PointField
 from std_msgs.msg import String
 
-from react_ros.adapters.base import DatasetKind, Episode, EpisodeOptions, package_config
+from react_ros.adapters.base import (DatasetKind, Episode, EpisodeOptions, EpisodeRef,
+                                     package_config)
 from react_ros.adapters.poses import NON_UNIT, ZERO_QUATERNION, PosePolicy, PoseRule
 from react_ros.adapters.video_streams import MAX_SIDE
 from react_ros.errors import DatasetFormatError, ReactRosError
@@ -89,6 +90,12 @@ def episodes_below(folder: Path) -> dict[str, Path]:
             rel = [p for p in f.relative_to(folder).parts if p not in ('gt_export', 'data')]
             out['/'.join(rel).removesuffix('.hdf5')] = f
     return out
+
+
+def replay_report(episode_file: Path) -> Path | None:
+    """The release's replay report for an episode file (RELEASE/<emb>/<task>/gt_export/data/)."""
+    parents = episode_file.parents
+    return parents[4] / REPLAY_REPORT if len(parents) >= 5 else None
 
 
 class RobotwinAdapter:
@@ -262,10 +269,9 @@ class RobotwinAdapter:
 
     def _replay_failed(self) -> bool | None:
         """Whether the release's report lists this episode; None when it has no report."""
-        parents = self.path.parents
-        if len(parents) < 5:
+        report = replay_report(self.path)
+        if report is None:
             return None
-        report = parents[4] / REPLAY_REPORT
         if not report.is_file():
             self.report.append(f'replay check: the release has no {REPLAY_REPORT}')
             return None
@@ -446,9 +452,11 @@ class RobotwinAdapter:
         def image(fr: rh.Frames, r: int, t: int) -> Image:
             return rgb_image(np.ascontiguousarray(fr.get(key, r)), t,
                              'head_camera_optical_frame')
-        return self._per_row(f'/head_camera/segmentation/{what}/image_raw',
-                             'sensor_msgs/msg/Image', image, approx=w * h * 3 + 200,
-                             heavy=True, reader=True)
+        stream = self._per_row(f'/head_camera/segmentation/{what}/image_raw',
+                               'sensor_msgs/msg/Image', image, approx=w * h * 3 + 200,
+                               heavy=True, reader=True)
+        stream.meta['labels'] = True  # palette colours: --images jpeg keeps them lossless
+        return stream
 
     def _raw_ids(self, what: str) -> Stream:
         assert self.extra is not None
@@ -460,9 +468,11 @@ class RobotwinAdapter:
             if ids.max(initial=0) > 65535:
                 raise DatasetFormatError(fr.path, f'{key} frame {r} holds ids above 65535')
             return typed_image(ids.astype(np.uint16), '16UC1', t, 'head_camera_optical_frame')
-        return self._per_row(f'/head_camera/segmentation/{what}_id/image_raw',
-                             'sensor_msgs/msg/Image', image, approx=w * h * 2 + 200,
-                             heavy=True, source=self.extra.path, reader=True)
+        stream = self._per_row(f'/head_camera/segmentation/{what}_id/image_raw',
+                               'sensor_msgs/msg/Image', image, approx=w * h * 2 + 200,
+                               heavy=True, source=self.extra.path, reader=True)
+        stream.meta['labels'] = True  # ids, not 16UC1 depth: lossless, never compressedDepth
+        return stream
 
     def _cloud(self) -> Stream:
         world = self.config['world_frame']
@@ -526,7 +536,9 @@ def prefetched(gen: Callable[[], Iterator[tuple[int, Any]]]) -> Iterator[tuple[i
     of 3.0-3.1 s). At most PREFETCH messages wait; an error is raised in the reader;
     a reader that stops early stops the worker.
     """
-    from rclpy.serialization import serialize_message
+    # cdr_payload, not serialize_message: rmw leaves process memory in the padding, and
+    # a bag must be the same bytes every run (convert-all's Ray and local runs agree).
+    from react_ros.ros.serialization import cdr_payload
     out: queue.Queue[Any] = queue.Queue(PREFETCH)
     stop = threading.Event()
     done = object()
@@ -543,7 +555,7 @@ def prefetched(gen: Callable[[], Iterator[tuple[int, Any]]]) -> Iterator[tuple[i
     def work() -> None:
         try:
             for t, msg in gen():
-                if not put((t, serialize_message(msg))):
+                if not put((t, bytes(cdr_payload(msg)))):
                     return
             put(done)
         except BaseException as exc:  # handed to the reader, raised there
@@ -638,12 +650,36 @@ def pose_stamped(p: np.ndarray, t_ns: int, frame_id: str) -> PoseStamped:
     return msg
 
 
+def find_episodes(root: Path) -> list[EpisodeRef] | None:
+    """Every episode<N>.hdf5 below `root`, sorted by id; None: there is none.
+
+    `root` is the release root, an embodiment, a task, its gt_export/ or data/
+    folder: the search goes down to <embodiment>/<task>/gt_export/data/ and no
+    deeper (episodes_below). The id is the episode's --episode from `root`
+    (`agilex/beat_block_hammer/episode0` from the release root, `episode0` from a
+    task); the episode is opened by its file. Sources: the episode file, its
+    _extra.hdf5 and the release's reports/replay_success_check_failed.json,
+    those that exist.
+    """
+    try:
+        found = episodes_below(Path(root))
+    except OSError:  # unreadable: not a tree of ours, never an error
+        return None
+    refs = []
+    for episode_id, path in sorted(found.items()):
+        files = [path, rh.extra_path(path), replay_report(path)]
+        refs.append(EpisodeRef(id=episode_id, path=path, sources=tuple(
+            p for p in files if p is not None and p.is_file())))
+    return refs or None
+
+
 KIND = DatasetKind(
     name='robotwin', title='RoboTwin 2.0 ground-truth episodes: HDF5 with JPEG frames, depth, '
     'segmentation, point clouds (+ _extra)',
     adapter=RobotwinAdapter, options=RobotwinOptions,
     sample='react_ros.samples.robotwin:write_robotwin_sample',
-    demo_episode='agilex/beat_block_hammer/episode0')
+    demo_episode='agilex/beat_block_hammer/episode0',
+    find_episodes=find_episodes)
 
 __all__ = ['KIND', 'RobotwinAdapter', 'RobotwinOptions', 'channel_check', 'depth_check',
-           'point_cloud', 'typed_image']
+           'episodes_below', 'find_episodes', 'point_cloud', 'replay_report', 'typed_image']

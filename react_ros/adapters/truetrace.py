@@ -28,7 +28,7 @@ from sensor_msgs.msg import Imu
 from std_msgs.msg import ColorRGBA, String
 from visualization_msgs.msg import Marker, MarkerArray
 
-from react_ros.adapters.base import DatasetKind, Episode, EpisodeOptions
+from react_ros.adapters.base import DatasetKind, Episode, EpisodeOptions, EpisodeRef
 from react_ros.adapters.poses import FAULTS, PosePolicy, PoseRule
 from react_ros.adapters.video_streams import video_camera_streams
 from react_ros.errors import DatasetFormatError, FrameSyncError
@@ -104,6 +104,15 @@ class _JpegFrames:
     height: int
 
 
+def package_root(path: Path) -> Path | None:
+    """The folder holding MANIFEST.sha256 / annotations/ for this episode, if any."""
+    p = path.resolve()
+    for cand in [p, *p.parents[:3]]:
+        if (cand / 'MANIFEST.sha256').is_file() or (cand / 'episodes').is_dir():
+            return cand
+    return None
+
+
 def _episode_dirs(root: Path) -> list[Path]:
     eps = root / 'episodes'
     return sorted(p for p in eps.iterdir() if p.is_dir() and EPISODE_RE.match(p.name))
@@ -175,12 +184,7 @@ class TrueTraceAdapter:
                        report=self.report, invalid_poses=self.pose_rule.counts)
 
     def _package_root(self) -> Path | None:
-        """The folder holding MANIFEST.sha256 / annotations/ for this episode, if any."""
-        p = self.path.resolve()
-        for cand in [p, *p.parents[:3]]:
-            if (cand / 'MANIFEST.sha256').is_file() or (cand / 'episodes').is_dir():
-                return cand
-        return None
+        return package_root(self.path)
 
     def _verify(self) -> None:
         root = self._package_root()
@@ -560,10 +564,46 @@ def _hand_markers(side: str, kp: np.ndarray | None, t: int, frame: str,
     return out
 
 
+def find_episodes(root: Path) -> list[EpisodeRef] | None:
+    """Every episode folder of a package root, sorted by name; None: `root` is not one.
+
+    `root` is a package root (its episodes/episode_NNNNNN/ folders, nothing
+    deeper) or itself one episode folder (its id: the folder's name). Every
+    episode_NNNNNN folder is listed, also one without calibration.json: converting
+    it then says what it lacks. The HDF5 exports (format document section 8) are
+    other copies of these episodes and are not listed. Sources: the episode
+    folder's five files and its annotations/<episode>_segments.jsonl, and the
+    package's shared qc/refined_extrinsics.json, qc/metrics.json and
+    MANIFEST.sha256 (what --verify reads), those that exist.
+    """
+    root = Path(root)
+    try:
+        if not (root.is_dir() and TrueTraceAdapter.probe(root)):
+            return None
+        if (root / 'episodes').is_dir():
+            return [_ref(folder, folder.name, root) for folder in _episode_dirs(root)]
+    except OSError:  # unreadable: not a package of ours, never an error
+        return None
+    return [_ref(root, root.resolve().name or 'episode', package_root(root))]
+
+
+def _ref(folder: Path, episode_id: str, package: Path | None) -> EpisodeRef:
+    files = [folder / name for name in ('calibration.json', 'hands_3d.jsonl', 'imu.csv')]
+    files += [folder / f'{c}.mp4' for c in CAMERAS]
+    if package is not None:
+        if EPISODE_RE.match(folder.name):
+            files.append(package / 'annotations' / f'{folder.name}_segments.jsonl')
+        files += [package / 'qc' / 'refined_extrinsics.json', package / 'qc' / 'metrics.json',
+                  package / 'MANIFEST.sha256']
+    return EpisodeRef(id=episode_id, path=folder, sources=tuple(p for p in files if p.is_file()))
+
+
 KIND = DatasetKind(
     name='truetrace', title='TrueTrace stereo egocentric episodes: fisheye stereo mp4s, IMU, '
     '3D hands (package, episode folder or HDF5 export)',
     adapter=TrueTraceAdapter, options=TrueTraceOptions,
-    sample='react_ros.samples.truetrace:write_truetrace_sample')
+    sample='react_ros.samples.truetrace:write_truetrace_sample',
+    find_episodes=find_episodes)
 
-__all__ = ['BONES', 'KIND', 'TrueTraceAdapter', 'TrueTraceOptions']
+__all__ = ['BONES', 'KIND', 'TrueTraceAdapter', 'TrueTraceOptions', 'find_episodes',
+           'package_root']

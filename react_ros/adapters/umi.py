@@ -16,7 +16,7 @@ import numpy as np
 from rclpy.serialization import deserialize_message
 from std_msgs.msg import String
 
-from react_ros.adapters.base import DatasetKind, Episode, EpisodeOptions
+from react_ros.adapters.base import DatasetKind, Episode, EpisodeOptions, EpisodeRef
 from react_ros.adapters.poses import PosePolicy, PoseRule
 from react_ros.adapters.video_streams import in_stamp_order, video_camera_streams
 from react_ros.errors import DatasetFormatError, FrameSyncError
@@ -35,6 +35,8 @@ from react_ros.streams import Stream
 CAMERA_TOPIC = '/{}/perception_interface/camera/state'
 GRIPPER_TOPIC = '/{}/perception_interface/gripper/state'
 CAMERA_INFO = 'meta/sensor/{}.metadata_interface.camera_info.meta.yaml'
+VIDEO = 'data/{}.perception_interface.camera.state.mp4'
+ANNOTATIONS = ('meta/system/annotation.yaml', 'meta/system/flag.yaml')
 URDF = 'meta/scene/robot_description.urdf'
 
 
@@ -205,7 +207,7 @@ class UmiAdapter:
         topic = CAMERA_TOPIC.format(cam)
         if topic not in self.types:
             raise DatasetFormatError(self.bag.path, f'no frame pointer topic {topic}')
-        path = self.root / 'data' / f'{cam}.perception_interface.camera.state.mp4'
+        path = self.root / VIDEO.format(cam)
         info = video.probe(path)
         stamps = np.array(self.pointers[topic], dtype=np.int64)
         if info.frame_count != len(stamps):
@@ -351,9 +353,56 @@ def _time_ns(value: Any, path: Path) -> int:
     return ns_value(value, path, 'time')
 
 
+# A folder of episodes may group them (by day, by operator): ROOT/<episode>/ and
+# ROOT/<group>/<episode>/ are searched, nothing deeper.
+SEARCH_DEPTH = 2
+
+
+def find_episodes(root: Path) -> list[EpisodeRef] | None:
+    """Every UMI episode folder of a folder of episodes, sorted by path; None: not one.
+
+    `root` itself an episode folder gives that one episode (its id: the folder's
+    name). Otherwise the episode folders ROOT/<episode>/ and ROOT/<group>/<episode>/
+    (SEARCH_DEPTH), their id the path below ROOT; an episode's own folders and
+    hidden folders are never searched. A UMI episode is self-contained: its
+    sources are its own files only.
+    """
+    root = Path(root)
+    if UmiAdapter.probe(root):
+        return [_ref(root, root.resolve().name or 'episode')]
+    found = sorted(_episode_folders(root, SEARCH_DEPTH))
+    if not found:
+        return None
+    return [_ref(p, p.relative_to(root).as_posix()) for p in found]
+
+
+def _episode_folders(folder: Path, depth: int) -> list[Path]:
+    try:
+        children = [c for c in folder.iterdir() if c.is_dir() and not c.name.startswith('.')]
+    except OSError:  # unreadable: not an episode folder of ours, never an error
+        return []
+    found = []
+    for child in children:
+        if UmiAdapter.probe(child):
+            found.append(child)
+        elif depth > 1:
+            found += _episode_folders(child, depth - 1)
+    return found
+
+
+def _ref(folder: Path, episode_id: str) -> EpisodeRef:
+    cams = KIND.config()['cameras']
+    files = [folder / 'data' / 'episode.mcap', *(folder / VIDEO.format(c) for c in cams),
+             *(folder / CAMERA_INFO.format(c) for c in cams), folder / URDF,
+             *(folder / rel for rel in ANNOTATIONS)]
+    return EpisodeRef(id=episode_id, path=folder,
+                      sources=tuple(p for p in files if p.is_file()))
+
+
 KIND = DatasetKind(
     name='umi', title='UMI gripper demonstrations: an MCAP and three mp4 videos',
     adapter=UmiAdapter,
-    sample='react_ros.samples.umi:write_umi_sample')
+    sample='react_ros.samples.umi:write_umi_sample',
+    find_episodes=find_episodes)
 
-__all__ = ['KIND', 'UmiAdapter']
+__all__ = ['KIND', 'UmiAdapter', 'find_episodes']

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from react_ros.errors import SinkError
 from react_ros.samples.writing import write_sample
 
 SESSION = 'S01_carry_box_001'
@@ -80,17 +81,47 @@ def _box_ply(size: tuple[float, float, float], binary: bool) -> bytes:
 
 
 def write_objects_sample(out_dir: Path, *, seed: int = 0, duration_s: float = 3.0,
-                         width: int = 640, height: int = 480, extra_instances: int = 0) -> Path:
+                         width: int = 640, height: int = 480, extra_instances: int = 0,
+                         episodes: int | None = None) -> Path:
     """Write a release root (one session) at `out_dir` and return it.
 
     `width`/`height` are accepted for the common sample signature (there is no
     video). `extra_instances` adds rigid-body copies, for benchmarks.
+    `episodes=N`: N sessions (session_names), session k written with seed + k
+    and k more rigid-body copies than the first, so that the takes differ in
+    their object lists as a release's do; the meshes are shared.
     """
-    return write_sample(out_dir, duration_s, (width, height), 1.0, (2, 2),
-                        lambda tmp: _Release(tmp, seed, duration_s, extra_instances).write())
+    if episodes is not None and episodes < 1:
+        raise SinkError(f'{out_dir}: a release holds at least one episode, got {episodes}')
+    names = session_names(1 if episodes is None else episodes)
+
+    def write(tmp: Path) -> None:
+        _meshes(tmp / 'objects')
+        for k, name in enumerate(names):
+            _Release(tmp, seed + k, duration_s, extra_instances + k).write(name)
+    return write_sample(out_dir, duration_s, (width, height), 1.0, (2, 2), write)
+
+
+def session_names(n: int) -> list[str]:
+    """The sessions of a sample release of n: SESSION and the takes after it."""
+    stem = SESSION.rsplit('_', 1)[0]
+    return [f'{stem}_{k + 1:03d}' for k in range(n)]
+
+
+def _meshes(objects: Path) -> None:
+    for name, size in SIZES.items():
+        folder = objects / name
+        folder.mkdir(parents=True)
+        (folder / f'{name.lower()}.ply').write_bytes(_box_ply(size, name == 'BigBox'))
+        (folder / 'markers.json').write_text(json.dumps(
+            {'markers_mesh_m': (TEMPLATE + [0, 0, size[2] / 2]).round(4).tolist(),
+             'fitted': 'at rest, upright on the floor'}, indent=1))
+    (objects / 'Table').mkdir()  # no scan of the table
 
 
 class _Release:
+    """One session of the release."""
+
     def __init__(self, root: Path, seed: int, duration_s: float, extra: int) -> None:
         self.root = root
         self.rng = np.random.default_rng(seed)
@@ -99,22 +130,13 @@ class _Release:
         self.t = np.arange(self.frames) / HZ
         self.extra = extra
 
-    def write(self) -> None:
-        objects = self.root / 'objects'
-        for name, size in SIZES.items():
-            folder = objects / name
-            folder.mkdir(parents=True)
-            (folder / f'{name.lower()}.ply').write_bytes(_box_ply(size, name == 'BigBox'))
-            (folder / 'markers.json').write_text(json.dumps(
-                {'markers_mesh_m': (TEMPLATE + [0, 0, size[2] / 2]).round(4).tolist(),
-                 'fitted': 'at rest, upright on the floor'}, indent=1))
-        (objects / 'Table').mkdir()  # no scan of the table
-        session = self.root / SESSION
+    def write(self, name: str) -> None:
+        session = self.root / name
         (session / 'motions').mkdir(parents=True)
         inst = self._instances()
         self._objects_npz(session, inst)
         self._markers_npz(session, inst)
-        self._objects_json(session, inst)
+        self._objects_json(session, name, inst)
         self._vendor(session, inst)
         np.savez(session / 'motions' / 'smplx.npz', t=self.t, frame_index=self.frame_index,
                  betas=np.zeros(10))
@@ -218,8 +240,8 @@ class _Release:
         np.savez_compressed(session / 'motions' / 'object_markers.npz', markers_m=markers,
                             marker_names=names, template_m=template, consistent=consistent)
 
-    def _objects_json(self, session: Path, inst: list[dict]) -> None:
-        doc = {'session': SESSION, 'fps': HZ,
+    def _objects_json(self, session: Path, name: str, inst: list[dict]) -> None:
+        doc = {'session': name, 'fps': HZ,
                'object_list': {'decided_by': 'object markers'},
                'instances': {e['name']: {
                    'source': 'mocap', 'object_type': e['type'], 'pose_frame': e['frame'],

@@ -1,11 +1,12 @@
 """A synthetic React task release, faithful to its format document and the contract layout.
 
-One episode, `2026-05-10/episode_000`, of the motherboard task: two GelSight
-sensors and an object tracked in a Z-up world, three colour views that show
-them (discs drawn where the calibration projects the gel centres and the
-object), two tactile videos, the section 2 parquet columns with the
-`twm.world_frame` declaration and its projection fingerprint, calibration files
-that declare `up_axis`, gel calibration, splits, segments and bad frames.
+One episode, `2026-05-10/episode_000` (N with `episodes=N`, two a day), of the
+motherboard task: two GelSight sensors and an object tracked in a Z-up world,
+three colour views that show them (discs drawn where the calibration projects
+the gel centres and the object), two tactile videos, the section 2 parquet
+columns with the `twm.world_frame` declaration and its projection fingerprint,
+calibration files that declare `up_axis`, gel calibration, splits, segments and
+bad frames.
 Camera frames run at a jittered ~29.9 Hz (not 30), tactile updates at ~8.7 Hz
 so only ~29 % of rows are fresh. Each tactile video frame shows, as a 4x4 grid
 of blocks (samples.umi.read_frame_index reads it), the row its image was
@@ -13,6 +14,7 @@ captured on, so a stale row visibly repeats the last fresh one.
 """
 from __future__ import annotations
 
+import datetime
 import json
 from fractions import Fraction
 from pathlib import Path
@@ -24,6 +26,7 @@ from scipy.spatial.transform import Rotation
 
 from react_ros.formats.parquet_video import (POSE_COLUMNS, SIDES, STIFFNESS_N_PER_M, VIDEO_KEYS,
                                              VIEWS, WORLD_FRAME_KEY, gel_centres_world, project)
+from react_ros.errors import SinkError
 from react_ros.samples.umi import frame_index_bits
 from react_ros.samples.writing import write_sample
 
@@ -70,16 +73,42 @@ def gel_axis_in_rigid(side: str) -> np.ndarray:
     return Rotation.from_euler(str(axis), float(deg), degrees=True).apply([0.0, -1.0, 0.0])
 
 
+def release_episodes(n: int) -> list[str]:
+    """The ids of a sample release of n episodes: two a day from EPISODE's date on."""
+    first = datetime.date.fromisoformat(EPISODE.split('/')[0])
+    return [f'{first + datetime.timedelta(days=k // 2)}/episode_{k % 2:03d}' for k in range(n)]
+
+
 def write_react_sample(out_dir: Path, *, seed: int = 0, duration_s: float = 3.0,
-                       width: int = 640, height: int = 480) -> Path:
-    """Write a release root at `out_dir` (under a temporary name, renamed at the end)."""
-    return write_sample(out_dir, duration_s, (width, height), 0.5, (64, 48),
-                        lambda tmp: _Release(tmp, seed, duration_s, width, height).write())
+                       width: int = 640, height: int = 480, episodes: int | None = None) -> Path:
+    """Write a release root at `out_dir` (under a temporary name, renamed at the end).
+
+    By default the release holds one episode, EPISODE; `episodes=N` gives N
+    (release_episodes names them), episode k written with seed + k, all sharing
+    the calibration and the release's side files.
+    """
+    if episodes is not None and episodes < 1:
+        raise SinkError(f'{out_dir}: a release holds at least one episode, got {episodes}')
+    ids = release_episodes(1 if episodes is None else episodes)
+
+    def write(tmp: Path) -> None:
+        _write_release(tmp, [_Episode(tmp, seed + k, duration_s, width, height, episode, k)
+                             for k, episode in enumerate(ids)])
+    return write_sample(out_dir, duration_s, (width, height), 0.5, (64, 48), write)
 
 
-class _Release:
-    def __init__(self, root: Path, seed: int, duration_s: float, width: int, height: int):
+def _write_release(root: Path, episodes: list[_Episode]) -> None:
+    for episode in episodes:
+        episode.write()
+    episodes[0].calibration()  # one rig: every episode's calibration is the same
+    _side_files(root, episodes)
+
+
+class _Episode:
+    def __init__(self, root: Path, seed: int, duration_s: float, width: int, height: int,
+                 episode: str = EPISODE, index: int = 0):
         self.root = root
+        self.episode, self.index = episode, index
         self.rng = np.random.default_rng(seed)
         self.size = (width, height)
         self.k = camera_matrix(width, height)
@@ -91,14 +120,13 @@ class _Release:
         self.cams = {v: look_at(CENTRE + np.array(CAMERA_OFFSETS[v]), CENTRE) for v in VIEWS}
 
     def write(self) -> None:
-        date = EPISODE.split('/')[0]
-        for sub in ('meta', f'data/{date}', f'videos/{EPISODE}', 'calibration/cameras'):
-            (self.root / sub).mkdir(parents=True)
+        """The episode's table and videos; the files it shares are the release's."""
+        date = self.episode.split('/')[0]
+        for sub in (f'data/{date}', f'videos/{self.episode}'):
+            (self.root / sub).mkdir(parents=True, exist_ok=True)
         poses = self._poses()
         tactile = {s: self._tactile(s, poses[f'sensor_{s}_pose']) for s in SIDES}
-        self._calibration()
         self._table(poses, tactile)
-        self._side_files()
         for v in VIEWS:
             self._view_video(v, poses)
         for s in SIDES:
@@ -148,7 +176,8 @@ class _Release:
                 'mixed': 0.5 * intensity + 0.5 * intensity * 0.6}
 
     # -- files ----------------------------------------------------------------------------
-    def _calibration(self) -> None:
+    def calibration(self) -> None:
+        (self.root / 'calibration' / 'cameras').mkdir(parents=True)
         w, h = self.size
         for v in VIEWS:
             doc = {'T_mocap_to_cam': self.cams[v].tolist(), 'K': self.k.tolist(), 'dist': DIST,
@@ -176,8 +205,8 @@ class _Release:
             'frame_idx': pa.array(np.arange(n), pa.int64()),
             'timestamp': pa.array(self.t, pa.float64()),
             'source_h5_frame': pa.array(TRIM + np.arange(n), pa.int64()),
-            'episode': pa.array([EPISODE] * n, pa.string()),
-            'episode_index': pa.array(np.zeros(n, np.int64)),
+            'episode': pa.array([self.episode] * n, pa.string()),
+            'episode_index': pa.array(np.full(n, self.index, np.int64)),
             'frame_index': pa.array(np.arange(n), pa.int64()),
             'task': pa.array([TASK_TEXT] * n, pa.string()),
             'task_index': pa.array(np.zeros(n, np.int64)),
@@ -200,27 +229,25 @@ class _Release:
                  'raw_h5_offset_m': [0.0125, 0.0, -0.0310], 'raw_h5_offset_up_axis': 'y',
                  'fingerprint': self._fingerprint(poses)}
         table = pa.table(cols).replace_schema_metadata({WORLD_FRAME_KEY: json.dumps(world)})
-        date, name = EPISODE.split('/')
+        date, name = self.episode.split('/')
         pq.write_table(table, self.root / 'data' / date / f'{name}.parquet')
 
-    def _side_files(self) -> None:
+    def record(self) -> dict[str, Any]:
+        """Its line of episodes.jsonl."""
+        return {'episode': self.episode, 'episode_index': self.index, 'length': self.n,
+                'world_frame_offset': [0.0, 0.0, 0.0], 'task': TASK_TEXT}
+
+    def curation(self) -> dict[str, Any]:
+        """Its entries of bad_frames.json, segments.json and splits.json, by file."""
         n = self.n
-        _json(self.root / 'meta' / 'info.json',
-              {'fps': 30, 'video_keys': list(VIDEO_KEYS), 'task': TASK,
-               'codebase_version': 'react-1.2', 'total_episodes': 1})
-        rec = {'episode': EPISODE, 'episode_index': 0, 'length': n,
-               'world_frame_offset': [0.0, 0.0, 0.0], 'task': TASK_TEXT}
-        (self.root / 'episodes.jsonl').write_text(json.dumps(rec) + '\n')
         bad = [n // 4, n // 2, 3 * n // 4]
         reasons = ['intensity_spike', 'pose_teleport', 'optitrack_dropout']
-        _json(self.root / 'bad_frames.json',
-              {EPISODE: [{'frame': b, 'reason': r} for b, r in zip(bad, reasons)]})
-        _json(self.root / 'segments.json',
-              {EPISODE: [[1, bad[0] - 1], [bad[0] + 1, bad[1] - 1], [bad[1] + 1, bad[2] - 1]]})
         held = [int(0.85 * n), n - 2]
-        _json(self.root / 'splits.json',
-              {EPISODE: {'held_out': [held], 'guard_frames': GUARD,
-                         'max_train_window': GUARD + 1}})
+        return {'bad_frames.json': [{'frame': b, 'reason': r} for b, r in zip(bad, reasons)],
+                'segments.json': [[1, bad[0] - 1], [bad[0] + 1, bad[1] - 1],
+                                  [bad[1] + 1, bad[2] - 1]],
+                'splits.json': {'held_out': [held], 'guard_frames': GUARD,
+                                'max_train_window': GUARD + 1}}
 
     # -- videos ---------------------------------------------------------------------------
     def _encoder(self, path: Path) -> tuple[Any, Any]:
@@ -277,7 +304,7 @@ class _Release:
                     u, v = uv[i]
                     img[(xx - u) ** 2 + (yy - v) ** 2 <= radius ** 2] = col
                 yield img
-        self._encode(self.root / 'videos' / EPISODE / f'view_{view}.mp4', frames())
+        self._encode(self.root / 'videos' / self.episode / f'view_{view}.mp4', frames())
 
     def _tactile_video(self, side: str, tac: dict[str, np.ndarray]) -> None:
         w, h = self.size
@@ -301,11 +328,25 @@ class _Release:
                     if bit:
                         cell += 180
                 yield img
-        self._encode(self.root / 'videos' / EPISODE / f'tactile_{side}.mp4', frames())
+        self._encode(self.root / 'videos' / self.episode / f'tactile_{side}.mp4', frames())
+
+
+def _side_files(root: Path, episodes: list[_Episode]) -> None:
+    """meta/info.json, episodes.jsonl and the curation files, over every episode."""
+    (root / 'meta').mkdir()
+    _json(root / 'meta' / 'info.json',
+          {'fps': 30, 'video_keys': list(VIDEO_KEYS), 'task': TASK,
+           'codebase_version': 'react-1.2', 'total_episodes': len(episodes)})
+    (root / 'episodes.jsonl').write_text(''.join(json.dumps(e.record()) + '\n'
+                                                 for e in episodes))
+    curation = [(e.episode, e.curation()) for e in episodes]
+    for name in ('bad_frames.json', 'segments.json', 'splits.json'):
+        _json(root / name, {episode: files[name] for episode, files in curation})
 
 
 def _json(path: Path, doc: Any) -> None:
     path.write_text(json.dumps(doc, indent=1) + '\n')
 
 
-__all__ = ['EPISODE', 'write_react_sample', 'camera_matrix', 'look_at', 'gel_axis_in_rigid']
+__all__ = ['EPISODE', 'camera_matrix', 'gel_axis_in_rigid', 'look_at', 'release_episodes',
+           'write_react_sample']

@@ -29,10 +29,12 @@ import h5py
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from react_ros.errors import SinkError
 from react_ros.formats.robotwin_hdf5 import GL_TO_CV
 from react_ros.samples.writing import write_sample
 
 TASK = 'beat_block_hammer'
+RELEASE_TASKS = (TASK, 'place_shoe')  # the tasks a sample release of many spreads over
 EMBODIMENT = 'agilex'
 FPS = 10.0
 MAX_FRAMES = 132
@@ -360,14 +362,25 @@ def _write_extra(path: Path, scene: _Scene, t: int, ids: dict[str, list[np.ndarr
 
 def write_robotwin_sample(out_dir: str | Path, seed: int = 0, duration_s: float = 3.0,
                           width: int = 320, height: int = 240, embodiment: str = EMBODIMENT,
-                          swap: bool = True, depth_scale: float = 1.0) -> Path:
+                          swap: bool = True, depth_scale: float = 1.0,
+                          episodes: int | None = None) -> Path:
     """The release root; the episodes are under `<embodiment>/<task>/gt_export/data/`.
 
     episode0 has min(132, duration * 10 Hz) frames and an _extra file;
     episode1 is 70 % as long (as RoboTwin's short episodes) and has none.
+    `episodes=N`: N episodes over RELEASE_TASKS in turn (release_episodes),
+    episode k written with seed + 7 k; in each task the even episodes are long
+    with an _extra file and the odd ones short without, as episode0 and episode1.
     """
     t0 = max(2, min(MAX_FRAMES, round(duration_s * FPS)))
     t1 = max(2, round(t0 * 0.7))
+    if episodes is not None:
+        if episodes < 1:
+            raise SinkError(f'{out_dir}: a release holds at least one episode, got {episodes}')
+        return write_sample(out_dir, duration_s, (width, height), 0.2, (32, 24),
+                            lambda tmp: _write_release(tmp, episodes, seed, (t0, t1),
+                                                       (width, height), embodiment,
+                                                       swap=swap, depth_scale=depth_scale))
 
     def write(tmp: Path) -> None:
         data = tmp / embodiment / TASK / 'gt_export' / 'data'
@@ -380,13 +393,40 @@ def write_robotwin_sample(out_dir: str | Path, seed: int = 0, duration_s: float 
             {'episode0': {'info': {'{A}': '020_hammer/base0', '{B}': '001_bottle/base1'}},
              'episode1': {'info': {'{A}': '020_hammer/base0', '{B}': '001_bottle/base0'}}},
             indent=1))
-        reports = tmp / 'reports'
-        reports.mkdir()
-        (reports / 'replay_success_check_failed.json').write_text(json.dumps(
-            [{'embodiment': 'franka', 'task': 'place_shoe', 'episode': 12},
-             {'embodiment': 'franka', 'task': 'adjust_bottle', 'episode': 3}], indent=1))
+        _replay_report(tmp)
     return write_sample(out_dir, duration_s, (width, height), 0.2, (32, 24), write)
 
 
-__all__ = ['ENTITIES', 'TASK', 'encode_jpeg', 'palette', 'write_episode',
-           'write_robotwin_sample']
+def release_episodes(n: int) -> list[tuple[str, int]]:
+    """(task, episode number) of the n episodes of a sample release."""
+    tasks = len(RELEASE_TASKS)
+    return [(RELEASE_TASKS[k % tasks], k // tasks) for k in range(n)]
+
+
+def _write_release(root: Path, n: int, seed: int, frames: tuple[int, int],
+                   size: tuple[int, int], embodiment: str, **variant: Any) -> None:
+    scene_info: dict[str, dict[str, Any]] = {}
+    for k, (task, number) in enumerate(release_episodes(n)):
+        data = root / embodiment / task / 'gt_export' / 'data'
+        data.mkdir(parents=True, exist_ok=True)
+        write_episode(data, number, frames[number % 2], seed + 7 * k, size,
+                      extra=number % 2 == 0, embodiment=embodiment, **variant)
+        scene_info.setdefault(task, {})[f'episode{number}'] = {
+            'info': {'{A}': '020_hammer/base0', '{B}': f'001_bottle/base{(number + 1) % 2}'}}
+    for task, info in scene_info.items():
+        (root / embodiment / task / 'gt_export' / 'scene_info.json').write_text(
+            json.dumps(info, indent=1))
+    _replay_report(root)
+
+
+def _replay_report(root: Path) -> None:
+    """Lists Franka episodes only, as the release's does."""
+    reports = root / 'reports'
+    reports.mkdir()
+    (reports / 'replay_success_check_failed.json').write_text(json.dumps(
+        [{'embodiment': 'franka', 'task': 'place_shoe', 'episode': 12},
+         {'embodiment': 'franka', 'task': 'adjust_bottle', 'episode': 3}], indent=1))
+
+
+__all__ = ['ENTITIES', 'RELEASE_TASKS', 'TASK', 'encode_jpeg', 'palette', 'release_episodes',
+           'write_episode', 'write_robotwin_sample']

@@ -27,6 +27,7 @@ import av
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from react_ros.errors import SinkError
 from react_ros.formats.truetrace_geometry import project_equidistant
 from react_ros.samples.writing import write_sample
 
@@ -59,15 +60,38 @@ def _template(side: str) -> np.ndarray:
 
 
 def write_truetrace_sample(out_dir: Path, *, seed: int = 0, duration_s: float = 3.0,
-                           width: int = 320, height: int = 180) -> Path:
-    """Write a package root at `out_dir` (under a temporary name, renamed at the end)."""
-    return write_sample(out_dir, duration_s, (width, height), 0.5, (64, 36),
-                        lambda tmp: _Package(tmp, seed, duration_s, width, height).write())
+                           width: int = 320, height: int = 180,
+                           episodes: int | None = None) -> Path:
+    """Write a package root at `out_dir` (under a temporary name, renamed at the end).
+
+    `episodes=N`: a package of N episodes, episode_00000k written with seed + k,
+    each with its segments and its HDF5 export; qc/, preview/ and the manifest
+    are the package's.
+    """
+    if episodes is not None and episodes < 1:
+        raise SinkError(f'{out_dir}: a release holds at least one episode, got {episodes}')
+
+    def write(tmp: Path) -> None:
+        _write_package(tmp, [_Package(tmp, seed + k, duration_s, width, height, k)
+                             for k in range(1 if episodes is None else episodes)])
+    return write_sample(out_dir, duration_s, (width, height), 0.5, (64, 36), write)
+
+
+def _write_package(root: Path, episodes: list[_Package]) -> None:
+    for episode in episodes:
+        episode.write_episode()
+    episodes[0].write_shared()
+    _manifest(root)  # last: it lists every file
 
 
 class _Package:
-    def __init__(self, root: Path, seed: int, duration_s: float, width: int, height: int):
+    """One episode of a package, and (the first) the files the package shares."""
+
+    def __init__(self, root: Path, seed: int, duration_s: float, width: int, height: int,
+                 index: int = 0):
         self.root = root
+        self.index = index
+        self.episode = f'episode_{index:06d}'
         self.rng = np.random.default_rng(seed)
         self.w, self.h = width, height
         self.n = max(12, int(round(duration_s * FPS)))
@@ -93,10 +117,9 @@ class _Package:
         self.q0i = Rotation.from_euler('xyz', [-90.0, 0.0, 90.0], degrees=True)
         self.t0i = np.array([0.0112, -0.0048, 0.0021])
 
-    def write(self) -> None:
-        ep = self.root / 'episodes' / EPISODE
-        for sub in (ep, self.root / 'annotations', self.root / 'qc' / 'rect',
-                    self.root / 'preview', self.root / 'export'):
+    def write_episode(self) -> None:
+        ep = self.root / 'episodes' / self.episode
+        for sub in (ep, self.root / 'annotations', self.root / 'export'):
             sub.mkdir(parents=True, exist_ok=True)
         calib = self._calibration()
         (ep / 'calibration.json').write_text(calib)
@@ -110,22 +133,25 @@ class _Package:
             'frames': self.n, 'frames_with_hands': int(hands['present'].any(axis=1).sum()),
             'median_shape_fit_residual_mm': float(np.nanmedian(hands['residual']))}, indent=2))
         segments = self._segments()
-        (self.root / 'annotations' / f'{EPISODE}_segments.jsonl').write_text(
+        (self.root / 'annotations' / f'{self.episode}_segments.jsonl').write_text(
             ''.join(json.dumps(s) + '\n' for s in segments))
+        for cam in ('cam0', 'cam1'):
+            self._video(ep / f'{cam}.mp4', cam, hands)
+        self._export(self.root / 'export' / f'{self.episode}.h5', calib, hands, imu, segments)
+
+    def write_shared(self) -> None:
+        for sub in (self.root / 'qc' / 'rect', self.root / 'preview'):
+            sub.mkdir(parents=True)
         (self.root / 'annotations' / 'SCHEMA.json').write_text(json.dumps({
             'segment_id': 'string', 'start_s': 'seconds on the clip', 'end_s': 'seconds',
             'start_frame': 'cam0 clip frame, inclusive', 'end_frame': 'inclusive',
             'task': 'string', 'action': 'string', 'objects': 'string', 'hands': 'string',
             'description': 'string', 'review_status': 'draft | reviewed',
             'boundary_tolerance_s': 'seconds'}, indent=2))
-        for cam in ('cam0', 'cam1'):
-            self._video(ep / f'{cam}.mp4', cam, hands)
         self._preview(self.root / 'preview' / 'depth_preview.mp4')
         self._qc()
         (self.root / 'README.md').write_text('# TrueTrace sample delivery (synthetic)\n')
         (self.root / 'LICENSE.txt').write_text('Synthetic data, free to use.\n')
-        self._export(self.root / EXPORT, calib, hands, imu, segments)
-        self._manifest()
 
     # -- content --------------------------------------------------------------------------
     def _calibration(self) -> str:
@@ -235,7 +261,7 @@ class _Package:
         out = []
         for k, (a, b, action) in enumerate([(0, half - 1, 'attach_clips_to_card'),
                                             (half, self.n - 1, 'straighten_card')]):
-            out.append({'episode_index': 0, 'segment_id': f'seg_{k:03d}',
+            out.append({'episode_index': self.index, 'segment_id': f'seg_{k:03d}',
                         'start_s': round(a / FPS, 3), 'end_s': round((b + 1) / FPS, 3),
                         'start_frame': a, 'end_frame': b, 'task': 'hair_clip_carding',
                         'action': action, 'objects': 'metal hair clips; display card',
@@ -320,7 +346,7 @@ class _Package:
             meta.attrs['keypoint_order'] = json.dumps(JOINT_NAMES)
             for cam in ('cam0', 'cam1'):
                 g = f.create_group(f'video/{cam}')
-                g.attrs['file'] = f'../episodes/{EPISODE}/{cam}.mp4'
+                g.attrs['file'] = f'../episodes/{self.episode}/{cam}.mp4'
             f['time/t_s'] = self.t_s
             f['hands/keypoints_3d_m'] = kp3
             f['hands/keypoints_2d_px'] = kp2
@@ -334,13 +360,14 @@ class _Package:
                             if s['start_frame'] <= i <= s['end_frame']) for i in range(n)]
             f['annotations/per_frame_action'] = np.array(actions, dtype=h5py.string_dtype())
 
-    def _manifest(self) -> None:
-        lines = []
-        for p in sorted(self.root.rglob('*')):
-            if p.is_file() and p.name != 'MANIFEST.sha256':
-                digest = hashlib.sha256(p.read_bytes()).hexdigest()
-                lines.append(f'{digest}  {p.relative_to(self.root).as_posix()}\n')
-        (self.root / 'MANIFEST.sha256').write_text(''.join(lines))
+
+def _manifest(root: Path) -> None:
+    lines = []
+    for p in sorted(root.rglob('*')):
+        if p.is_file() and p.name != 'MANIFEST.sha256':
+            digest = hashlib.sha256(p.read_bytes()).hexdigest()
+            lines.append(f'{digest}  {p.relative_to(root).as_posix()}\n')
+    (root / 'MANIFEST.sha256').write_text(''.join(lines))
 
 
 __all__ = ['EPISODE', 'EXPORT', 'FPS', 'IMU_HZ', 'IMU_OFFSET_S', 'SOURCE_OFFSET',

@@ -25,6 +25,7 @@ from scipy.spatial.transform import Rotation
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
+from react_ros.errors import SinkError
 from react_ros.ros.msgs import definition_text, stamp
 from react_ros.samples.writing import write_sample
 
@@ -108,15 +109,24 @@ class _Scene:
 
 
 def write_umi_sample(out_dir: Path, *, seed: int = 0, duration_s: float = 3.0,
-                     width: int = 1920, height: int = 1200) -> Path:
+                     width: int = 1920, height: int = 1200, episodes: int | None = None) -> Path:
     """Write one episode folder at `out_dir` and return it.
 
     Written under a temporary name and renamed at the end, so an interrupted
     run leaves no half episode behind. The calibration is written for the
     video resolution (scaled from a 1920x1200 one) so the two agree.
+    `episodes=N` writes a folder of N episodes instead, `episodeNNNN/` as the
+    dataset names them, episode k with seed + k (an hour later each).
     """
-    return write_sample(out_dir, duration_s, (width, height), 0.1, (16, 16),
-                        lambda tmp: _Episode(tmp, seed, duration_s, width, height).write())
+    if episodes is not None and episodes < 1:
+        raise SinkError(f'{out_dir}: a release holds at least one episode, got {episodes}')
+
+    def write(tmp: Path) -> None:
+        if episodes is None:
+            _Episode(tmp, seed, duration_s, width, height).write()
+        for k in range(episodes or 0):
+            _Episode(tmp / f'episode{k:04d}', seed + k, duration_s, width, height).write()
+    return write_sample(out_dir, duration_s, (width, height), 0.1, (16, 16), write)
 
 
 class _Episode:

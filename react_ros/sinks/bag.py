@@ -27,14 +27,13 @@ import yaml
 from mcap import __version__ as mcap_version
 from mcap.writer import CompressionType, Writer
 from rclpy.qos import LivelinessPolicy, QoSProfile
-from rclpy.serialization import serialize_message
-from rosidl_parser.definition import (AbstractNestedType, AbstractSequence, AbstractString,
-                                      BasicType, NamespacedType)
 
 from react_ros import __version__
 from react_ros.errors import DatasetFormatError, SinkError
 from react_ros.ros import qos
 from react_ros.ros.msgs import _share_dirs, definition_text, message_class
+from react_ros.ros.serialization import cdr_payload
+from react_ros.sinks.image_encoding import ImageEncoder
 from react_ros.sinks.output import output_path, staged
 from react_ros.streams import Stream, merge
 
@@ -49,6 +48,11 @@ CHUNK_SIZE = 4 * 1024 * 1024
 _INFINITE = {'sec': 9223372036, 'nsec': 854775807}
 _COMPRESSION = {'none': CompressionType.NONE, 'zstd': CompressionType.ZSTD,
                 'lz4': CompressionType.LZ4}
+COMPRESSIONS = tuple(_COMPRESSION)
+# Chosen from bench/bench_convert.py (README, "Converting a release").
+DEFAULT_COMPRESSION = 'none'
+# raw: sensor_msgs/Image; jpeg, png: CompressedImage as image_transport writes it.
+IMAGE_MODES = ('raw', 'jpeg', 'png')
 
 
 @dataclass(frozen=True)
@@ -63,7 +67,8 @@ class BagSummary:
 def write_bag(episode: Episode, out_dir: str | os.PathLike[str], *, overwrite: bool = False,
               topics: Sequence[str] | None = None, exclude: Sequence[str] | None = (),
               progress: Callable[[int, int], None] | None = None,
-              compression: str = 'none', inputs: Sequence[Path] = ()) -> BagSummary:
+              compression: str = DEFAULT_COMPRESSION, inputs: Sequence[Path] = (),
+              images: str = 'raw', jpeg_quality: int = 95) -> BagSummary:
     """Convert every stream of `episode` (robot state too) into a bag at `out_dir`.
 
     Where it may write, and how it never leaves half a bag: sinks/output.py
@@ -71,15 +76,21 @@ def write_bag(episode: Episode, out_dir: str | os.PathLike[str], *, overwrite: b
     `overwrite` replaces only a previous react_ros bag. `progress(done, total)` is
     called every PROGRESS_EVERY messages and once at the end with done == total;
     before that, total is the streams' declared counts (a lower bound when one does
-    not know its count).
+    not know its count). `images` 'jpeg' / 'png' writes each Image stream as
+    CompressedImage the way image_transport does (sinks/image_encoding.py); 'raw' leaves
+    the streams as they are.
     """
     out = output_path(out_dir, option='-o/--output', inputs=[*inputs, episode.path])
     if compression not in _COMPRESSION:
         raise SinkError(f'{out}: unknown compression {compression!r} '
                         f'(one of {", ".join(_COMPRESSION)})')
+    # --topics/--exclude name the episode's own topics, the Image topics included.
     streams = select_streams(episode.streams, topics, exclude)
-    with staged(out, overwrite=overwrite, ours=is_react_ros_bag, noun='react_ros bag') as tmp:
-        return _write(episode, streams, tmp, out, progress, _COMPRESSION[compression])
+    encoder = ImageEncoder(images, jpeg_quality)  # refuses a bad mode before writing
+    with staged(out, overwrite=overwrite, ours=is_react_ros_bag, noun='react_ros bag') as tmp, \
+            encoder:
+        return _write(episode, encoder.streams(streams), tmp, out, progress,
+                      _COMPRESSION[compression])
 
 
 def is_react_ros_bag(path: Path) -> bool:
@@ -280,84 +291,6 @@ def type_hash(msg_type: str) -> str:
             except (ValueError, KeyError, StopIteration):
                 return ''
     return ''
-
-
-def cdr_payload(msg: Any) -> bytes | bytearray:
-    """serialize_message(msg), cut to the message's CDR content, its padding zeroed.
-
-    rmw_fastrtps (Kilted) sizes the buffer with an upper estimate that reserves
-    alignment for empty sequences of 8-byte values and returns it whole, and it never
-    writes alignment padding: both carry leftover process memory, so bags would differ
-    run to run and strict readers (rosbags) reject the size. Readers skip padding, so
-    zeroing it changes no message.
-    """
-    data = serialize_message(msg)
-    sizer = _Sizer()
-    try:
-        size = 4 + sizer.message(msg, 0)  # 4: the encapsulation header
-    except _NotSized:
-        return data
-    if size > len(data):  # cannot happen unless the sizer is wrong: keep what rmw gave
-        return data
-    if not sizer.pads:
-        return data[:size] if size < len(data) else data
-    out = bytearray(memoryview(data)[:size])
-    for a, b in sizer.pads:
-        out[4 + a:4 + b] = bytes(b - a)
-    return out
-
-
-class _NotSized(Exception):
-    pass
-
-
-# Sizes (= alignments) of CDR primitives, by rosidl type name.
-_PRIMITIVE = {'boolean': 1, 'octet': 1, 'char': 1, 'int8': 1, 'uint8': 1, 'int16': 2,
-              'uint16': 2, 'int32': 4, 'uint32': 4, 'float': 4, 'int64': 8, 'uint64': 8,
-              'double': 8}
-
-
-class _Sizer:
-    """Walks a message as plain (XCDR1) CDR: its end offset and its padding gaps."""
-
-    def __init__(self) -> None:
-        self.pads: list[tuple[int, int]] = []
-
-    def _align(self, pos: int, n: int) -> int:
-        new = (pos + n - 1) & -n
-        if new != pos:
-            self.pads.append((pos, new))
-        return new
-
-    def message(self, msg: Any, pos: int) -> int:
-        if not msg.SLOT_TYPES:  # rosidl gives an empty message one uint8 member
-            return pos + 1
-        for slot, kind in zip(msg.__slots__, msg.SLOT_TYPES):
-            pos = self._field(kind, getattr(msg, slot), pos)
-        return pos
-
-    def _field(self, kind: Any, value: Any, pos: int) -> int:
-        if isinstance(kind, BasicType):
-            n = _PRIMITIVE.get(kind.typename)
-            if n is None:  # wchar, long double: in no message we write
-                raise _NotSized(kind.typename)
-            return self._align(pos, n) + n
-        if isinstance(kind, AbstractString):
-            return self._align(pos, 4) + 4 + len(value.encode()) + 1
-        if isinstance(kind, NamespacedType):
-            return self.message(value, pos)
-        if not isinstance(kind, AbstractNestedType):
-            raise _NotSized(type(kind).__name__)  # wide strings
-        if isinstance(kind, AbstractSequence):
-            pos = self._align(pos, 4) + 4  # element count
-        item = kind.value_type
-        if isinstance(item, BasicType) and item.typename in _PRIMITIVE:
-            n = _PRIMITIVE[item.typename]
-            # An empty sequence is not aligned: that is what rmw's estimate gets wrong.
-            return self._align(pos, n) + n * len(value) if len(value) else pos
-        for v in value:
-            pos = self._field(item, v, pos)
-        return pos
 
 
 class _Quoted(str):

@@ -321,4 +321,8 @@ def _stop_signals_raise() -> Iterator[None]:
             signal.signal(s, h)
 
 
-__all__ = ['Interrupted', 'check_replaceable', 'output_path', 'remove_stale', 'staged']
+# For drivers that are not writers themselves (convert-all): stop signals raise Interrupted.
+stop_signals_raise = _stop_signals_raise
+
+__all__ = ['Interrupted', 'check_replaceable', 'output_path', 'remove_stale', 'staged',
+           'stop_signals_raise']

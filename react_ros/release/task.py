@@ -1,0 +1,130 @@
+"""One episode into one bag: the unit of work a local process or a Ray worker runs.
+
+Everything in and out is plain data (picklable, no open files), so the same
+function runs in a worker process of this machine and on any Ray node that sees
+the release and OUTDIR at the same paths.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from react_ros.adapters.base import EpisodeRef
+
+
+@dataclass(frozen=True)
+class ConvertSettings:
+    """What every bag of the run is made with (convert's own options)."""
+
+    kind: str | None = None  # None: detected from the release
+    image_scale: float = 1.0
+    images: str = 'raw'
+    jpeg_quality: int = 95
+    compression: str = 'none'
+    own: dict[str, Any] = field(default_factory=dict)  # the kind's options the user set
+
+    def key(self) -> dict[str, Any]:
+        """What changes a bag's bytes: a run with a different key converts again."""
+        key: dict[str, Any] = {'image_scale': self.image_scale, 'images': self.images,
+                               'compression': self.compression,
+                               'own': {k: _plain(v) for k, v in sorted(self.own.items())}}
+        if self.images == 'jpeg':
+            key['jpeg_quality'] = self.jpeg_quality
+        return key
+
+
+def _plain(value: Any) -> Any:
+    return value if isinstance(value, (str, int, float, bool, type(None))) else str(value)
+
+
+@dataclass(frozen=True)
+class Task:
+    kind: str
+    ref: EpisodeRef
+    root: str  # the release, which the output must stay out of
+    out: str  # OUTDIR/<id>
+    settings: ConvertSettings
+
+
+@dataclass(frozen=True)
+class Outcome:
+    id: str
+    status: str  # index.CONVERTED, REFUSED or FAILED
+    messages: int = 0
+    duration_s: float = 0.0
+    bytes: int = 0
+    reason: str = ''
+    seconds: float = 0.0
+
+
+def convert_episode(task: Task) -> Outcome:
+    """Convert one episode; a refusal or a bug becomes an Outcome, never an exception.
+
+    A stop signal still propagates: the run is being stopped, not this episode failed.
+    """
+    from react_ros.adapters import KINDS, EpisodeOptions, open_episode
+    from react_ros.errors import ReactRosError
+    from react_ros.release.index import CONVERTED, FAILED, REFUSED
+    from react_ros.sinks.bag import write_bag
+
+    start = time.monotonic()
+    ref, s = task.ref, task.settings
+    try:
+        kind = KINDS[task.kind]
+        options = EpisodeOptions(image_scale=s.image_scale, episode=ref.episode,
+                                 own=kind.options.from_values(s.own))
+        episode = open_episode(ref.path, kind.name, options)
+        summary = write_bag(episode, task.out, overwrite=True, images=s.images,
+                            jpeg_quality=s.jpeg_quality, compression=s.compression,
+                            inputs=[Path(task.root)])
+    except ReactRosError as err:
+        return Outcome(ref.id, REFUSED, reason=_one_line(str(err)),
+                       seconds=time.monotonic() - start)
+    except Exception as err:  # a bug: said in full on stderr, retried by the next run
+        print(f'react-ros convert-all: {ref.id}: unexpected error\n{traceback.format_exc()}',
+              file=sys.stderr, flush=True)
+        return Outcome(ref.id, FAILED, reason=_one_line(f'{type(err).__name__}: {err}'),
+                       seconds=time.monotonic() - start)
+    return Outcome(ref.id, CONVERTED, messages=summary.message_count,
+                   duration_s=summary.duration_ns / 1e9, bytes=tree_bytes(summary.path),
+                   seconds=time.monotonic() - start)
+
+
+def _one_line(text: str) -> str:
+    return ' '.join(text.split())
+
+
+def tree_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in Path(path).rglob('*') if p.is_file())
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def init_worker(parent_pid: int) -> None:
+    """Run first in every local worker process.
+
+    Ctrl-C reaches the whole process group; the driver decides what stops, so a
+    worker ignores SIGINT (and then SIGTERM from the driver cleans up through
+    sinks/output.py). A driver killed outright (SIGKILL) takes its workers with it,
+    so that a re-run does not race a worker still finishing an episode.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: workers end when their next task fails
+        pass
+    if os.getppid() != parent_pid:  # the driver died before prctl took effect
+        os._exit(1)
+
+
+__all__ = ['ConvertSettings', 'Outcome', 'Task', 'convert_episode', 'init_worker',
+           'tree_bytes']

@@ -1,0 +1,196 @@
+"""`--images jpeg|png`: every sensor_msgs/Image stream becomes a CompressedImage stream.
+
+Which plugin and codec a stream gets (the first message's encoding decides; a later
+message with another encoding is refused):
+
+| Image | `jpeg` | `png` |
+|---|---|---|
+| rgb8, bgr8, mono8, 8UC1 | `compressed` JPEG | `compressed` PNG |
+| labels (`Stream.meta['labels']`: segmentation colours, 16UC1 ids), mono16 | `compressed` PNG | `compressed` PNG |
+| 16UC1 depth (16UC1 without `labels`: REP 118 millimetres) | `compressedDepth` PNG | `compressedDepth` PNG |
+| 32FC1 depth (metres) | `compressedDepth` PNG (inverse-depth quantised) | `compressed` TIFF (exact) |
+
+The topic is the Image topic plus `/` and the transport name, as image_transport names
+them (`/x/image_raw/compressed`, `/x/image_raw/compressedDepth`), so RViz's transport
+hint and `image_transport republish` find them.
+
+Why 32FC1 under `png` is a TIFF and not compressedDepth: compressedDepth has no
+lossless float path (32FC1 is quantised to 16-bit inverse depth; 16UC1 is whole
+millimetres), and the depths we publish are not whole millimetres (RoboTwin stores
+float64 millimetres computed from camera z). `png` promises what PNG promises, no loss,
+and the `compressed` plugin's `tiff` format is the one standard codec that keeps a
+32FC1 image bit for bit (`32FC1; tiff compressed `, decoded by cv::imdecode as 32FC1).
+
+Encoding runs on a thread pool shared by the streams: each stream keeps a window of
+frames in flight and yields them in order, so the bag is the same whatever the
+scheduling (Pillow's encoders are deterministic; two runs give identical bytes).
+"""
+from __future__ import annotations
+
+import os
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Iterator, Sequence
+
+from rclpy.serialization import deserialize_message
+from sensor_msgs.msg import CompressedImage, Image
+
+from react_ros.errors import SinkError
+from react_ros.ros import compressed_image as ci
+from react_ros.streams import Stream
+
+IMAGE = 'sensor_msgs/msg/Image'
+COMPRESSED_IMAGE = 'sensor_msgs/msg/CompressedImage'
+MODES = ('raw', 'jpeg', 'png')
+LABELS = 'labels'  # Stream.meta key: pixel values are labels or ids, never encoded lossily
+# Frames one stream keeps in flight, per worker: enough to keep the pool busy while the
+# merge pulls streams in turn, few enough that full-size frames stay in memory bounds.
+WINDOW_PER_WORKER = 2
+MAX_WORKERS = 8
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How one Image stream is encoded."""
+
+    encoding: str  # of the source Images
+    transport: str  # ci.COMPRESSED or ci.COMPRESSED_DEPTH: the topic suffix
+    codec: str  # 'jpeg', 'png', 'tiff' (compressed) or 'png' (compressedDepth)
+
+    def encode(self, msg: Image, quality: int) -> CompressedImage:
+        if self.transport == ci.COMPRESSED_DEPTH:
+            return ci.compress_depth(msg)
+        return ci.compress(msg, self.codec, quality)
+
+
+def plan_for(encoding: str, mode: str, labels: bool = False) -> Plan:
+    """The table of the module docstring."""
+    if encoding not in ci.ENCODINGS:
+        raise SinkError(f'--images {mode}: cannot encode {encoding!r} images '
+                        f'(only {", ".join(ci.ENCODINGS)})')
+    if encoding == '32FC1':
+        if labels:
+            raise SinkError(f'--images {mode}: 32FC1 label images are not supported')
+        return (Plan(encoding, ci.COMPRESSED, 'tiff') if mode == 'png'
+                else Plan(encoding, ci.COMPRESSED_DEPTH, 'png'))
+    if encoding == '16UC1' and not labels:
+        return Plan(encoding, ci.COMPRESSED_DEPTH, 'png')
+    if labels or encoding in ('mono16', '16UC1'):
+        return Plan(encoding, ci.COMPRESSED, 'png')
+    return Plan(encoding, ci.COMPRESSED, mode)
+
+
+def _image(msg: Any) -> Image:
+    return deserialize_message(msg, Image) if isinstance(msg, bytes) else msg
+
+
+def _first_encoding(stream: Stream) -> str | None:
+    """The encoding of the stream's first message (None when it has none)."""
+    it = stream.open()
+    try:
+        for _, msg in it:
+            return str(_image(msg).encoding)
+        return None
+    finally:
+        close = getattr(it, 'close', None)
+        if close is not None:
+            close()
+
+
+# What a compressed frame weighs against its raw frame, for read-ahead budgets only.
+_RATIO = {'jpeg': 10, 'png': 2, 'tiff': 2}
+
+
+class ImageEncoder:
+    """Encodes Image streams on one pool; use as a context manager (the pool's lifetime)."""
+
+    def __init__(self, mode: str, jpeg_quality: int = ci.JPEG_QUALITY,
+                 workers: int | None = None) -> None:
+        if mode not in MODES:
+            raise SinkError(f'--images: unknown mode {mode!r} (one of {", ".join(MODES)})')
+        if not 1 <= jpeg_quality <= 100:
+            raise SinkError(f'--jpeg-quality: must be 1-100, got {jpeg_quality}')
+        self.mode = mode
+        self.quality = jpeg_quality
+        self.workers = workers or min(MAX_WORKERS, os.cpu_count() or 1)
+        self._pool: ThreadPoolExecutor | None = None
+
+    def __enter__(self) -> ImageEncoder:
+        if self.mode != 'raw':
+            self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix='image-encode')
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def streams(self, streams: Sequence[Stream]) -> list[Stream]:
+        """`streams` with each Image stream replaced by its CompressedImage stream."""
+        if self.mode == 'raw':
+            return list(streams)
+        return [self.stream(s) if s.msg_type == IMAGE else s for s in streams]
+
+    def stream(self, stream: Stream) -> Stream:
+        labels = bool(stream.meta.get(LABELS))
+        encoding = _first_encoding(stream) if stream.count != 0 else None
+        plan = plan_for(encoding or 'rgb8', self.mode, labels)
+        opener = stream.open_from
+
+        def open_() -> Iterator[tuple[int, Any]]:
+            return self._encoded(stream.topic, plan, stream.open())
+        open_from = None
+        if opener is not None:
+            def open_from(t_ns: int) -> Iterator[tuple[int, Any]]:
+                return self._encoded(stream.topic, plan, opener(t_ns))
+        raw = max(stream.approx_bytes - 200, 0)
+        return replace(stream, topic=f'{stream.topic}/{plan.transport}',
+                       msg_type=COMPRESSED_IMAGE, open=open_,
+                       approx_bytes=raw // _RATIO[plan.codec] + 200,
+                       meta={**stream.meta, 'image_topic': stream.topic, 'plan': plan},
+                       open_from=open_from)
+
+    def _encoded(self, topic: str, plan: Plan, source: Iterator[tuple[int, Any]]
+                 ) -> Iterator[tuple[int, CompressedImage]]:
+        if self._pool is None:
+            raise RuntimeError('ImageEncoder used outside its `with` block')
+        pool = self._pool
+        quality = self.quality
+
+        def work(t_ns: int, msg: Any) -> CompressedImage:
+            image = _image(msg)
+            if image.encoding != plan.encoding:
+                raise SinkError(f'{topic}: the image at {t_ns} ns is {image.encoding}, '
+                                f'the stream began as {plan.encoding}')
+            try:
+                return plan.encode(image, quality)
+            except ValueError as err:
+                raise SinkError(f'{topic}: the image at {t_ns} ns: {err}') from None
+
+        window: deque[tuple[int, Future[CompressedImage]]] = deque()
+        limit = WINDOW_PER_WORKER * self.workers
+        try:
+            for t_ns, msg in source:
+                window.append((t_ns, pool.submit(work, t_ns, msg)))
+                if len(window) >= limit:
+                    t, fut = window.popleft()
+                    yield t, fut.result()
+            while window:
+                t, fut = window.popleft()
+                yield t, fut.result()
+        finally:
+            for _, fut in window:
+                fut.cancel()
+            close: Callable[[], None] | None = getattr(source, 'close', None)
+            if close is not None:
+                close()
+
+
+@contextmanager
+def encoded_streams(streams: Sequence[Stream], mode: str, jpeg_quality: int = ci.JPEG_QUALITY,
+                    workers: int | None = None) -> Iterator[list[Stream]]:
+    """`streams` with Images encoded per `mode`, valid to open inside the `with` block."""
+    with ImageEncoder(mode, jpeg_quality, workers) as encoder:
+        yield encoder.streams(streams)

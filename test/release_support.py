@@ -1,0 +1,77 @@
+"""Sample releases of every kind, small and fast, and one episode of them broken.
+
+For the tests of whole releases (find_release, convert-all): `write_release`
+writes a release of n episodes with the kind's own sample writer and returns
+what find_release finds in it; `break_episode` damages one file that belongs
+to one episode only, so that episode is refused when it is opened, naming that
+file, and every other episode of the release still converts.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from react_ros.adapters import KINDS, DatasetKind, EpisodeRef, find_release
+
+# The smallest sizes and durations each writer accepts, or near them: seconds per release.
+SMALL: dict[str, dict[str, Any]] = {
+    'umi': {'duration_s': 0.3, 'width': 64, 'height': 48},
+    'react': {'duration_s': 0.5, 'width': 64, 'height': 48},
+    'truetrace': {'duration_s': 0.5, 'width': 64, 'height': 36},
+    'objects': {'duration_s': 1.0},
+    'robotwin': {'duration_s': 0.3, 'width': 32, 'height': 24},
+}
+
+# The per-episode file break_episode damages: one read first when the episode is
+# opened (its table or metadata, not a video), so the refusal comes before any bag.
+_BROKEN: dict[str, Callable[[Path], bool]] = {
+    'umi': lambda p: p.name == 'episode.mcap',
+    'react': lambda p: p.suffix == '.parquet',
+    'truetrace': lambda p: p.name == 'hands_3d.jsonl',
+    'objects': lambda p: p.name == 'objects.npz',
+    'robotwin': lambda p: p.suffix == '.hdf5' and not p.name.endswith('_extra.hdf5'),
+}
+
+
+def write_small_sample(kind: str, out: Path, **kwargs: Any) -> Path:
+    """The kind's sample (kwargs: seed, episodes, ...) at its SMALL size."""
+    writer = KINDS[kind].sample_writer()
+    assert writer is not None, kind
+    return writer(out, **{**SMALL[kind], **kwargs})
+
+
+def write_release(kind: str, dir: Path, n: int = 3, duration: float | None = None,
+                  ) -> tuple[DatasetKind, list[EpisodeRef]]:
+    """A sample release of `n` episodes of `kind` at `dir` (which must not exist yet),
+    and what find_release finds in it. `duration`: seconds per episode (default SMALL's)."""
+    more = {} if duration is None else {'duration_s': duration}
+    root = write_small_sample(kind, Path(dir), episodes=n, **more)
+    desc, refs = find_release(root)
+    if desc.name != kind or len(refs) != n:
+        raise AssertionError(f'{kind} release of {n} read back as {desc.name} with '
+                             f'{[r.id for r in refs]}')
+    return desc, refs
+
+
+def broken_file(kind: str, ref: EpisodeRef) -> Path:
+    """The source of `ref` that break_episode damages."""
+    picked = [p for p in ref.sources if _BROKEN[kind](p)]
+    if len(picked) != 1:
+        raise AssertionError(f'{kind} {ref.id}: no single file to break among {ref.sources}')
+    return picked[0]
+
+
+def break_episode(kind: str, ref: EpisodeRef) -> str:
+    """Truncate one file of `ref`'s own to half its size and return its path.
+
+    Half a file is what an interrupted copy leaves: a table, bag or archive
+    whose end (index, footer, last line) is missing, which its reader refuses
+    at open time by name.
+    """
+    path = broken_file(kind, ref)
+    data = path.read_bytes()
+    path.write_bytes(data[:len(data) // 2])
+    return str(path)
+
+
+__all__ = ['SMALL', 'break_episode', 'broken_file', 'write_release', 'write_small_sample']
