@@ -182,9 +182,12 @@ def test_mcap_is_chunked_indexed_and_checksummed(bag: Path) -> None:
     records = StreamReader(str(_mcap(bag)), emit_chunks=True).records
     chunks = [r for r in records if isinstance(r, Chunk)]
     assert chunks and len(chunks) == len(summary.chunk_indexes)
+    import lz4.frame
     for c in chunks:
-        assert c.compression == ''
-        assert c.uncompressed_crc != 0 and c.uncompressed_crc == zlib.crc32(c.data)
+        assert c.compression == 'lz4'  # the default (sinks/bag.py DEFAULT_COMPRESSION)
+        data = lz4.frame.decompress(c.data)
+        assert len(data) == c.uncompressed_size
+        assert c.uncompressed_crc != 0 and c.uncompressed_crc == zlib.crc32(data)
     # The MCAP's own copy of the bag metadata, as rosbag2's MCAP plugin reads it.
     [record] = [m for m in metadata if m.name == 'rosbag2']
     inner = yaml.safe_load(record.metadata['serialized_metadata'])

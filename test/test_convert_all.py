@@ -151,7 +151,7 @@ def test_changed_settings_convert_again(tmp_path: Path,
     write_release('umi', tmp_path / 'release', n=2)
     root, out = tmp_path / 'release', tmp_path / 'bags'
     assert run(capfd, 'convert-all', root, '-o', out)[0] == 0
-    code, stdout, err = run(capfd, 'convert-all', root, '-o', out, '--compression', 'lz4')
+    code, stdout, err = run(capfd, 'convert-all', root, '-o', out, '--compression', 'zstd')
     assert code == 0 and converted_ids(stdout) == 2, stdout + err
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from react_ros.adapters.base import EpisodeRef
+from react_ros.sinks.bag import DEFAULT_COMPRESSION
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,7 @@ class ConvertSettings:
     image_scale: float = 1.0
     images: str = 'raw'
     jpeg_quality: int = 95
-    compression: str = 'none'
+    compression: str = DEFAULT_COMPRESSION
     own: dict[str, Any] = field(default_factory=dict)  # the kind's options the user set
 
     def key(self) -> dict[str, Any]:
