@@ -171,10 +171,7 @@ def decode_rgb(path: Path | str, scale: float = 1.0,
     container = _open(path)
     n = 0
     try:
-        stream = container.streams.video[0]
-        stream.thread_type = 'AUTO'
-        ctx = stream.codec_context
-        size = scaled_size(ctx.width, ctx.height, scale)
+        stream, size = _video_stream(container, scale)
         for frame in container.decode(stream):
             yield _rgb(frame, size)
             n += 1
@@ -208,10 +205,7 @@ def decode_rgb_from(path: Path | str, first: int, scale: float = 1.0,
     container = _open(path)
     n = first
     try:
-        stream = container.streams.video[0]
-        stream.thread_type = 'AUTO'
-        ctx = stream.codec_context
-        size = scaled_size(ctx.width, ctx.height, scale)
+        stream, size = _video_stream(container, scale)
         start = _seek_before(container, stream, first, table, index)
         if stats is not None:
             stats['decoded_from'] = start
@@ -238,6 +232,15 @@ def decode_rgb_from(path: Path | str, first: int, scale: float = 1.0,
         container.close()
     if expected_frames is not None and expect < expected_frames:
         raise DatasetFormatError(path, f'video ends after {expect} of {expected_frames} frames')
+
+
+def _video_stream(container: av.container.InputContainer,
+                  scale: float) -> tuple[av.video.stream.VideoStream, tuple[int, int]]:
+    """The first video stream, set to decode on threads, and its frames' size at `scale`."""
+    stream = container.streams.video[0]
+    stream.thread_type = 'AUTO'
+    ctx = stream.codec_context
+    return stream, scaled_size(ctx.width, ctx.height, scale)
 
 
 def _seek_before(container: av.container.InputContainer, stream: av.video.stream.VideoStream,
