@@ -15,7 +15,7 @@ setup(
         ('share/' + package_name + '/launch', glob('launch/*.py')),
         ('share/' + package_name + '/config', glob('config/*')),
     ],
-    package_data={'react_ros': ['config/*']},
+    package_data={'react_ros': ['config/*', 'ros/*.xml']},
     install_requires=['setuptools'],
     # requirements/ray.txt: the same pin for the .venv set-up
     extras_require={'ray': ['ray>=2.9']},

@@ -69,7 +69,7 @@ def small_limit(root: Path) -> tuple[float, int]:
     rclpy.init(args=[], context=ctx)
     node = rclpy.create_node('bench_small_publisher', context=ctx)
     pubs = {st.topic: node.create_publisher(message_class(st.msg_type), st.topic,
-                                            qos.live_writer(st.latched, False)) for st in light}
+                                            qos.live_writer(st.latched)) for st in light}
     t = time.perf_counter()
     for topic, msg in events:
         pubs[topic].publish(msg)

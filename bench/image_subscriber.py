@@ -1,7 +1,11 @@
 """Bench helper: one rclpy subscriber process counting Images on the given topics.
 
 Prints one JSON line {topic: count, ...} when it gets SIGINT/SIGTERM or after
-`--idle` seconds without a message once the first one arrived.
+`--idle` seconds without a message once the first one arrived (or once it got
+SIGUSR1, for a run that may bring none). `--keep-all`
+subscribes reliable KEEP_ALL (every message is kept until the callback takes
+it); the default is the contract's reliable KEEP_LAST 10. `--type` names the
+message type (default sensor_msgs/msg/Image); `--work-ms` is spent per message.
 """
 from __future__ import annotations
 
@@ -13,8 +17,9 @@ import time
 
 import rclpy
 from rclpy.executors import ExternalShutdownException
-from sensor_msgs.msg import Image
+from rclpy.qos import HistoryPolicy, QoSProfile
 
+from react_ros.ros.msgs import message_class
 from react_ros.ros.qos import DEFAULT
 
 
@@ -22,6 +27,9 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument('topics', nargs='+')
     ap.add_argument('--idle', type=float, default=3.0)
+    ap.add_argument('--keep-all', action='store_true')
+    ap.add_argument('--type', default='sensor_msgs/msg/Image')
+    ap.add_argument('--work-ms', type=float, default=0.0)
     args = ap.parse_args()
     rclpy.init(args=[])
     node = rclpy.create_node('bench_image_subscriber')
@@ -32,18 +40,29 @@ def main() -> int:
         def cb(_msg: bytes) -> None:
             counts[topic] += 1
             last[0] = time.monotonic()
+            if args.work_ms:
+                time.sleep(args.work_ms / 1000)  # a consumer's own work, not synchronisation
         return cb
+
+    qos = QoSProfile(depth=DEFAULT.depth, history=HistoryPolicy.KEEP_ALL,
+                     reliability=DEFAULT.reliability) if args.keep_all else DEFAULT
+    msg_class = message_class(args.type)
 
     for t in args.topics:
         # raw=True: take the CDR bytes as they arrive. Deserialising a 7 MB image
         # into Python costs this process more than the player spends publishing
         # it, and on 2 cores that CPU would be taken from the player under test.
-        node.create_subscription(Image, t, make_cb(t), DEFAULT, raw=True)
+        node.create_subscription(msg_class, t, make_cb(t), qos, raw=True)
     stop = [False]
 
     def on_signal(*_a: object) -> None:
         stop[0] = True
 
+    def drain(*_a: object) -> None:  # SIGUSR1: stop once --idle s pass without a message
+        if not last[0]:
+            last[0] = time.monotonic()
+
+    signal.signal(signal.SIGUSR1, drain)
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
     print('ready', flush=True)

@@ -1,7 +1,7 @@
 """Play a dataset episode: player + robot_state_publisher (+ RViz).
 
     ros2 launch react_ros play.launch.py episode:=PATH [kind:=umi] [rate:=1.0]
-        [loop:=false] [start_paused:=false] [image_scale:=1.0] [rviz:=true]
+        [loop:=false] [start_paused:=false] [image_scale:=1.0] [images:=h264] [rviz:=true]
     ros2 launch react_ros play.launch.py episode:=RELEASE episode_id:=2026-05-10/episode_000
         [segment:=K] [skip_bad:=true] [tactile_latency:=15] [gel_axis:=dual_ball] [rviz:=true]
     ros2 launch react_ros play.launch.py --show-args    # every kind's options

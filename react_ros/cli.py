@@ -55,11 +55,26 @@ def _bag_args(p: argparse.ArgumentParser) -> None:
     p.add_argument('--images', choices=IMAGE_MODES, default='raw',
                    help='raw: sensor_msgs/Image; jpeg, png: sensor_msgs/CompressedImage as '
                         'image_transport publishes it (labels and ids always lossless; depth: '
-                        'lossless TIFF with png, compressedDepth with jpeg)')
+                        'lossless TIFF with png, compressedDepth with jpeg); h264: '
+                        + _H264_HELP)
+    _no_reencode_arg(p)
     p.add_argument('--jpeg-quality', type=_jpeg_quality, default=95, metavar='Q',
                    help='1-100 (default 95)')
     p.add_argument('--compression', choices=COMPRESSIONS, default=DEFAULT_COMPRESSION,
                    help=f'MCAP chunk compression (default {DEFAULT_COMPRESSION})')
+
+
+_H264_HELP = ('each camera video as foxglove_msgs/CompressedVideo on '
+              '<camera>/image_raw/compressed_video (Foxglove\'s Image panel shows it): the '
+              'recorded packets, or re-encoded without B-frames where they cannot pass; other '
+              'images stay sensor_msgs/Image')
+
+
+def _no_reencode_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument('--no-reencode', action='store_true',
+                   help='with --images h264: refuse (exit 2) a video that would have to be '
+                        're-encoded (B-frames, --image-scale, a partial or unordered run of '
+                        'frames) instead of re-encoding it')
 
 
 def _jpeg_quality(text: str) -> int:
@@ -116,6 +131,7 @@ def _episode_args(p: argparse.ArgumentParser) -> None:
 
 
 def _play_args(p: argparse.ArgumentParser) -> None:
+    from react_ros.sinks.live import DROP_LATE_S
     p.add_argument('-r', '--rate', type=_positive, default=1.0)
     p.add_argument('-l', '--loop', action='store_true')
     p.add_argument('--start-offset', type=_non_negative, default=0.0, metavar='S')
@@ -132,6 +148,14 @@ def _play_args(p: argparse.ArgumentParser) -> None:
                         'subscribers already running (default 2; 0 turns it off)')
     p.add_argument('--no-state-publisher', action='store_true',
                    help='do not start react_ros\'s robot_state_publisher (one runs already)')
+    p.add_argument('--drop-late', type=_non_negative, nargs='?', const=DROP_LATE_S, default=None,
+                   metavar='S', help='keep real time: drop an image later than S s (default '
+                   f'{DROP_LATE_S:g}) or whose readers lag a window behind, counted and '
+                   'reported; without it nothing is dropped and playback slows down to what '
+                   'reliable subscribers take')
+    p.add_argument('--images', choices=('raw', 'h264'), default='raw',
+                   help='raw: sensor_msgs/Image (default); h264: ' + _H264_HELP)
+    _no_reencode_arg(p)
     p.add_argument('-q', '--quiet', action='store_true')
 
 
@@ -254,7 +278,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
         summary = write_bag(episode, args.output, overwrite=args.overwrite, topics=args.topics,
                             exclude=args.exclude, progress=progress, inputs=[args.episode],
                             images=args.images, jpeg_quality=args.jpeg_quality,
-                            compression=args.compression)
+                            compression=args.compression, reencode=not args.no_reencode)
     finally:
         if progress:
             progress.close()  # ends the progress line, so an error starts on its own
@@ -271,7 +295,8 @@ def cmd_convert_all(args: argparse.Namespace) -> int:
     own = _kind_values(kind, args, f'{args.root} is a {args.kind} release')
     settings = ConvertSettings(kind=args.kind, image_scale=args.image_scale,
                                images=args.images, jpeg_quality=args.jpeg_quality,
-                               compression=args.compression, own=own)
+                               compression=args.compression, own=own,
+                               no_reencode=args.no_reencode)
     show = not args.quiet and (args.progress or sys.stderr.isatty())
     return convert_all(args.root, args.output, settings, workers=args.workers, ray=args.ray,
                        verify=verify, progress=show, quiet=args.quiet)

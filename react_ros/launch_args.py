@@ -24,6 +24,11 @@ SHARED: dict[str, tuple[str, str]] = {
     'episode_id': ('', 'episode inside a release of many (React: DATE/episode_NNN)'),
     'wait_for_subscribers': ('2.0', 'wait at most this many seconds for DDS discovery to '
                              'match running subscribers before playing (0 = off)'),
+    'images': ('raw', 'raw: sensor_msgs/Image; h264: camera videos as '
+               'foxglove_msgs/CompressedVideo on <camera>/image_raw/compressed_video'),
+    'no_reencode': ('false', 'with images:=h264, refuse a video that would need re-encoding'),
+    'drop_late': ('-1.0', 'keep real time: drop images later than this many seconds, counted '
+                  '(negative = off: nothing is dropped, playback slows to what readers take)'),
 }
 
 
@@ -48,6 +53,13 @@ def _number(values: Mapping[str, str], name: str) -> float:
         return float(text)
     except ValueError:
         raise ReactRosError(f'launch argument {name}:={text!r} must be a number') from None
+
+
+def _images(values: Mapping[str, str]) -> str:
+    text = values.get('images') or SHARED['images'][0]
+    if text not in ('raw', 'h264'):
+        raise ReactRosError(f'launch argument images:={text!r} must be raw or h264')
+    return text
 
 
 def _own_values(values: Mapping[str, str], kind: DatasetKind) -> dict[str, Any]:
@@ -81,6 +93,9 @@ def episode_and_parameters(values: Mapping[str, str]) -> tuple[Episode, DatasetK
         'image_scale': _number(values, 'image_scale'),
         'episode_id': values.get('episode_id', ''),
         'wait_for_subscribers': _number(values, 'wait_for_subscribers'),
+        'images': _images(values),
+        'no_reencode': _flag(values, 'no_reencode'),
+        'drop_late': _number(values, 'drop_late'),
         'quiet': True,  # launch's output is line-based: no progress line
     }
     # Unset options stay undeclared-valued on the node, as their default says.

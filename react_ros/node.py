@@ -7,7 +7,9 @@ Parameters (named like `react-ros play`'s options):
   comma-separated string), remap (strings 'FROM:=TO'), image_scale (1.0),
   delay (0.0 s), publish_robot_state (false), quiet (false), episode_id ('' = the
   only one; for releases of many, e.g. 2026-05-10/episode_000), wait_for_subscribers
-  (2.0 s at most for DDS discovery before playing, 0 = off);
+  (2.0 s at most for DDS discovery before playing, 0 = off), images ('raw', or 'h264':
+  camera videos as foxglove_msgs/CompressedVideo), no_reencode (false; with h264, refuse
+  a video that would need re-encoding);
   and every dataset kind's own options, named as their fields
   (`react-ros play --help` lists them; e.g. segment, skip_bad, tactile_latency,
   gel_axis for React). An option that is unset by default is declared without a
@@ -29,6 +31,7 @@ from rclpy.signals import SignalHandlerOptions
 from react_ros.adapters import kind_options, open_episode, resolve_kind
 from react_ros.adapters.base import DatasetKind, EpisodeOptions
 from react_ros.errors import ReactRosError
+from react_ros.sinks.compressed_video import episode_with_images
 from react_ros.sinks.live import Player, PlayOptions
 from react_ros.sinks.tuning import freeze_heap, tune_for_playback
 
@@ -38,7 +41,8 @@ SHARED: dict[str, Any] = {
     'playback_duration': -1.0, 'start_paused': False, 'clock': 100.0, 'topics': '',
     'exclude': '', 'remap': '', 'image_scale': 1.0, 'delay': 0.0,
     'publish_robot_state': False, 'quiet': False, 'episode_id': '',
-    'wait_for_subscribers': 2.0,
+    'wait_for_subscribers': 2.0, 'images': 'raw', 'no_reencode': False,
+    'drop_late': -1.0,
 }
 
 
@@ -86,6 +90,7 @@ def play_options(p: dict[str, Any]) -> PlayOptions:
             raise ReactRosError(f'remap rule {rule!r} is not FROM:=TO')
         remap[src] = dst
     duration = _number(p, 'playback_duration')
+    drop_late = _number(p, 'drop_late')
     topics = _strings(p['topics'])
     return PlayOptions(
         rate=_number(p, 'rate'), loop=_flag(p, 'loop'),
@@ -95,7 +100,8 @@ def play_options(p: dict[str, Any]) -> PlayOptions:
         topics=topics or None, exclude=tuple(_strings(p['exclude'])), remap=remap,
         quiet=_flag(p, 'quiet'), keyboard=False, delay_s=_number(p, 'delay'),
         publish_robot_state=_flag(p, 'publish_robot_state'),
-        wait_for_subscribers_s=_number(p, 'wait_for_subscribers'))
+        wait_for_subscribers_s=_number(p, 'wait_for_subscribers'),
+        drop_late_s=drop_late if drop_late >= 0 else None)
 
 
 def episode_options(p: dict[str, Any], kind: DatasetKind) -> EpisodeOptions:
@@ -130,6 +136,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ReactRosError("parameter 'episode' is required (--ros-args -p episode:=PATH)")
         kind = resolve_kind(Path(p['episode']), p['kind'] or None)
         episode = open_episode(Path(p['episode']), kind.name, episode_options(p, kind))
+        episode = episode_with_images(episode, str(p['images']),
+                                      reencode=not _flag(p, 'no_reencode'))
         player = Player(episode, play_options(p), node=node, since=since)
         freeze_heap()
         return player.run()

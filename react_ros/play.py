@@ -18,6 +18,7 @@ from rclpy.signals import SignalHandlerOptions
 from react_ros.adapters.base import Episode
 from react_ros.progress import Progress
 from react_ros.ros.state_publisher import start_state_publisher
+from react_ros.sinks.compressed_video import episode_with_images
 from react_ros.sinks.live import PlaybackStats, Player, PlayOptions, player_node
 from react_ros.sinks.tuning import freeze_heap, tune_for_playback
 
@@ -28,7 +29,8 @@ def play_options(args: argparse.Namespace, on_stats=None) -> PlayOptions:
                        start_paused=args.start_paused, clock_hz=args.clock,
                        topics=args.topics, exclude=args.exclude, remap=dict(args.remap),
                        node_name=args.node_name, quiet=args.quiet or on_stats is not None,
-                       on_stats=on_stats, wait_for_subscribers_s=args.wait_for_subscribers)
+                       on_stats=on_stats, wait_for_subscribers_s=args.wait_for_subscribers,
+                       drop_late_s=args.drop_late)
 
 
 class RateTable:
@@ -77,6 +79,7 @@ def play_episode(episode: Episode | Callable[[], Episode], args: argparse.Namesp
         node = player_node(options.node_name, context)
         if callable(episode):
             episode = episode()
+        episode = episode_with_images(episode, args.images, reencode=not args.no_reencode)
         if episode.urdf and not args.no_state_publisher:
             rsp = start_state_publisher(episode.urdf, source=episode.path,
                                         env=state_publisher_env)

@@ -323,3 +323,18 @@ def test_loop_after_a_seek_takes_the_seek(make) -> None:
     assert t.next_pass(SEEK) == T0 + 4 * S
     assert seek.result()
     assert t.loops == 0
+
+
+def test_a_message_sent_too_late_slips_the_timeline_instead_of_a_burst(make, clock) -> None:
+    t = make(rate=2.0)
+    t.start_pass(T0)
+    clock.advance(0.05)
+    assert not t.slip(T0, 0.1)  # 50 ms late: within the bound, it catches up
+    assert t.late_s(T0) == pytest.approx(0.05)
+    clock.advance(1.0)  # the message at T0 went out 1.05 s late (a reader held the writer)
+    assert t.slip(T0, 0.1)
+    assert t.late_s(T0) == 0.0
+    # what follows keeps its spacing from there: 1 s of dataset time is 0.5 s at rate 2
+    assert t.due(T0 + S) == pytest.approx(clock.t + 0.5)
+    t.pause()
+    assert not t.slip(T0 + S, 0.0) and t.late_s(T0 + S) == 0.0

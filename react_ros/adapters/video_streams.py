@@ -108,14 +108,19 @@ def video_camera_streams(source: video.VideoInfo | Path | str, stamps: np.ndarra
             table=table[0]) if n in wanted)
         for t, frame in in_stamp_order(decoded, sel_t):
             yield t, rgb_image(frame, t, frame_id)
+    order = np.argsort(t_rows, kind='stable')  # the order in_stamp_order releases frames in
+    # What the image stream publishes, for sinks that carry the video itself
+    # (sinks/compressed_video.py): message n is video frame video_frames[n] at
+    # video_stamps[n], in this order.
+    meta = {'video': str(info.path), 'video_frames': frames[order], 'video_stamps': t_rows[order],
+            'frame_id': frame_id, 'image_scale': image_scale}
     streams = [Stream(f'{prefix}/image_raw', 'sensor_msgs/msg/Image', images, count=len(rows),
                       heavy=True, approx_bytes=size[0] * size[1] * 3 + 200,
-                      meta={'video': str(info.path)}, open_from=images_from)]
+                      meta=meta, open_from=images_from)]
     if calibration is None:
         return streams
     calib: Callable[[int], Mapping[str, Any]] = \
         calibration if callable(calibration) else (lambda n: calibration)
-    order = np.argsort(t_rows, kind='stable')  # the order in_stamp_order releases frames in
 
     def camera_infos() -> Iterator[tuple[int, Any]]:
         for i in order:

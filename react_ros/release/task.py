@@ -30,6 +30,7 @@ class ConvertSettings:
     jpeg_quality: int = 95
     compression: str = DEFAULT_COMPRESSION
     own: dict[str, Any] = field(default_factory=dict)  # the kind's options the user set
+    no_reencode: bool = False  # --images h264: refuse a video that would need re-encoding
 
     def key(self) -> dict[str, Any]:
         """What changes a bag's bytes: a run with a different key converts again."""
@@ -38,6 +39,8 @@ class ConvertSettings:
                                'own': {k: _plain(v) for k, v in sorted(self.own.items())}}
         if self.images == 'jpeg':
             key['jpeg_quality'] = self.jpeg_quality
+        if self.images == 'h264':  # refusing or re-encoding: another outcome, so convert again
+            key['no_reencode'] = self.no_reencode
         return key
 
 
@@ -84,7 +87,7 @@ def convert_episode(task: Task) -> Outcome:
         episode = open_episode(ref.path, kind.name, options)
         summary = write_bag(episode, task.out, overwrite=True, images=s.images,
                             jpeg_quality=s.jpeg_quality, compression=s.compression,
-                            inputs=[Path(task.root)])
+                            reencode=not s.no_reencode, inputs=[Path(task.root)])
     except ReactRosError as err:
         return Outcome(ref.id, REFUSED, reason=_one_line(str(err)),
                        seconds=time.monotonic() - start)

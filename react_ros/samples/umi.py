@@ -264,8 +264,10 @@ class _Episode:
         scene = _Scene(w, h, self.seed * 3 + CAMERAS.index(cam), cam)
         path = self.root / 'data' / VIDEO_NAME.format(cam)
         with av.open(str(path), mode='w') as container:
+            # No B-frames, as a camera's live encoder writes them (nothing reordered):
+            # so --images h264 passes these videos through.
             stream = container.add_stream('libx264', rate=60, options={
-                'preset': 'veryfast', 'crf': '18'})
+                'preset': 'veryfast', 'crf': '18', 'bf': '0'})
             stream.width, stream.height, stream.pix_fmt = w, h, 'yuv420p'
             # Microsecond PTS (the pointers' video.stamp) make the container VFR.
             stream.time_base = Fraction(1, 1_000_000)
@@ -345,7 +347,8 @@ class _Episode:
         system = self.root / 'meta/system'
         (system / 'mcap.yaml').write_text(yaml.safe_dump(mcap_info, sort_keys=False))
         encoder = {cam: {'lib': 'libx264', 'codec': 'h264', 'container': 'mp4',
-                         'settings': {'preset': 'veryfast', 'crf': 18, 'pix_fmt': 'yuv420p',
+                         'settings': {'preset': 'veryfast', 'crf': 18, 'bf': 0,
+                                      'pix_fmt': 'yuv420p',
                                       'time_base': '1/1000000', 'variable_frame_rate': True},
                          'input_encoding': 'uyvy', 'width': w, 'height': h, 'fps': 60,
                          'note': (f'synthetic sample written at {w}x{h}; calibration in '

@@ -33,6 +33,8 @@ from react_ros.errors import DatasetFormatError, SinkError
 from react_ros.ros import qos
 from react_ros.ros.msgs import _share_dirs, definition_text, message_class
 from react_ros.ros.serialization import cdr_payload
+from react_ros.sinks.compressed_video import MODE as VIDEO_MODE
+from react_ros.sinks.compressed_video import compressed_video_streams
 from react_ros.sinks.image_encoding import ImageEncoder
 from react_ros.sinks.output import output_path, staged
 from react_ros.streams import Stream, merge
@@ -54,8 +56,9 @@ COMPRESSIONS = tuple(_COMPRESSION)
 # fewer bytes to disk), reading back in 1.2 s; zstd made it 0.60x but took 1.5x as long to
 # write and 5x to read. JPEG/PNG data does not compress further either way.
 DEFAULT_COMPRESSION = 'lz4'
-# raw: sensor_msgs/Image; jpeg, png: CompressedImage as image_transport writes it.
-IMAGE_MODES = ('raw', 'jpeg', 'png')
+# raw: sensor_msgs/Image; jpeg, png: CompressedImage as image_transport writes it;
+# h264: the videos as foxglove_msgs/CompressedVideo (sinks/compressed_video.py).
+IMAGE_MODES = ('raw', 'jpeg', 'png', 'h264')
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,8 @@ def write_bag(episode: Episode, out_dir: str | os.PathLike[str], *, overwrite: b
               topics: Sequence[str] | None = None, exclude: Sequence[str] | None = (),
               progress: Callable[[int, int], None] | None = None,
               compression: str = DEFAULT_COMPRESSION, inputs: Sequence[Path] = (),
-              images: str = 'raw', jpeg_quality: int = 95) -> BagSummary:
+              images: str = 'raw', jpeg_quality: int = 95,
+              reencode: bool = True) -> BagSummary:
     """Convert every stream of `episode` (robot state too) into a bag at `out_dir`.
 
     Where it may write, and how it never leaves half a bag: sinks/output.py
@@ -80,8 +84,10 @@ def write_bag(episode: Episode, out_dir: str | os.PathLike[str], *, overwrite: b
     called every PROGRESS_EVERY messages and once at the end with done == total;
     before that, total is the streams' declared counts (a lower bound when one does
     not know its count). `images` 'jpeg' / 'png' writes each Image stream as
-    CompressedImage the way image_transport does (sinks/image_encoding.py); 'raw' leaves
-    the streams as they are.
+    CompressedImage the way image_transport does (sinks/image_encoding.py); 'h264' writes
+    each video-backed Image stream as CompressedVideo, its packets passed through or
+    re-encoded where they cannot be, and with `reencode` False refuses the latter
+    (sinks/compressed_video.py); 'raw' leaves the streams as they are.
     """
     out = output_path(out_dir, option='-o/--output', inputs=[*inputs, episode.path])
     if compression not in _COMPRESSION:
@@ -89,7 +95,10 @@ def write_bag(episode: Episode, out_dir: str | os.PathLike[str], *, overwrite: b
                         f'(one of {", ".join(_COMPRESSION)})')
     # --topics/--exclude name the episode's own topics, the Image topics included.
     streams = select_streams(episode.streams, topics, exclude)
-    encoder = ImageEncoder(images, jpeg_quality)  # refuses a bad mode before writing
+    if images == VIDEO_MODE:  # planned (and refused) here, before anything is written
+        streams = compressed_video_streams(streams, reencode=reencode)
+    # refuses a bad mode before writing
+    encoder = ImageEncoder('raw' if images == VIDEO_MODE else images, jpeg_quality)
     with staged(out, overwrite=overwrite, ours=is_react_ros_bag, noun='react_ros bag') as tmp, \
             encoder:
         return _write(episode, encoder.streams(streams), tmp, out, progress,

@@ -32,7 +32,14 @@ target is dropped (a latched one re-sends its last message before it).
 Delivery. Before the first message the player waits, bounded, for DDS
 discovery to settle (discovery.py), with /clock held at the first stamp; at the
 end, and after Ctrl-C, it waits, bounded, until reliable subscribers have
-acknowledged what was published.
+acknowledged what was published. In between, flow control (flow.py): no writer
+has more than a window of messages its reliable readers have not acknowledged,
+so nothing is overwritten before it arrives. When readers (or the player) cannot
+keep the rate, the player waits for them and the timeline slips (Timeline.slip):
+dataset time and /clock run slower, and the progress line shows the real-time
+factor reached. `drop_late_s` chooses the other way for sensor-style consumers:
+the timeline keeps real time and a heavy message that is later than that, or
+whose writer's window is full, is not sent; the drops are counted and reported.
 """
 from __future__ import annotations
 
@@ -63,6 +70,7 @@ from react_ros.progress import Progress
 from react_ros.ros import qos
 from react_ros.ros.msgs import message_class, stamp
 from react_ros.sinks import discovery
+from react_ros.sinks.flow import POLL_S, AckWindow
 from react_ros.sinks import timeline as tl
 from react_ros.sinks.keyboard import DOWN, RIGHT, SPACE, UP, Keyboard
 from react_ros.sinks.readahead import Cancelled, ReadAhead
@@ -70,6 +78,10 @@ from react_ros.sinks.services import make_services
 from react_ros.streams import Role, Stream, merge
 
 TF_MESSAGE = 'tf2_msgs/msg/TFMessage'
+# How late a message may go out before the timeline slips instead of catching up.
+MAX_LAG_S = 0.1
+# --drop-late's bound when none is given: a few frames of a 60 Hz camera.
+DROP_LATE_S = 0.05
 
 
 @dataclass
@@ -104,6 +116,10 @@ class PlayOptions:
     # A subscriber starved of CPU took longer than 2 s here (2 cores kept busy).
     wait_for_acks_s: float = 5.0
     on_stats: Callable[['PlaybackStats'], None] | None = None  # called about once a second
+    # None: flow control, nothing is dropped and the timeline slows down when
+    # readers cannot keep up. A number of seconds: keep real time, and drop a
+    # heavy (image) message later than that or whose readers are a window behind.
+    drop_late_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -111,6 +127,7 @@ class TopicStats:
     count: int
     failed: int
     rate_hz: float
+    dropped: int = 0  # late frames not sent (drop_late_s)
 
 
 @dataclass(frozen=True)
@@ -127,6 +144,8 @@ class PlaybackStats:
     # Dataset seconds played per wall second over the last seconds (1.0: real
     # time at --rate 1); None while paused or just after a start, loop or seek.
     rtf: float | None = None
+    dropped: int = 0  # late frames not sent (drop_late_s), all topics
+    waited_s: float = 0.0  # wall time spent waiting for readers to acknowledge (flow control)
 
 
 class Player:
@@ -170,6 +189,8 @@ class Player:
         self._stats_lock = threading.Lock()
         self._counts: dict[str, int] = {}
         self._failed: dict[str, int] = {}
+        self._dropped: dict[str, int] = {}
+        self._waited_s = 0.0
         # (wall time, counts, dataset time played, pass): rates and the real-time factor
         self._history: deque[tuple[float, dict[str, int], int, int]] = deque(maxlen=5)
         self._played_ns = 0
@@ -181,6 +202,8 @@ class Player:
         self._lateness: list[float] | None = [] if opts.record_lateness else None
 
         self._publishers: dict[str, Any] = {}
+        self._windows: dict[str, AckWindow] = {}
+        self._heavy_topics: set[str] = set()
         self._latched_tf: dict[str, dict[str, Any]] = {}
         try:
             self._make_publishers()
@@ -231,11 +254,15 @@ class Player:
             heavy[s.topic] = heavy.get(s.topic, False) or s.heavy
             size[s.topic] = max(size.get(s.topic, 0), s.approx_bytes)
         for topic, msg_type in types.items():
-            self._publishers[topic] = self.node.create_publisher(
-                message_class(msg_type), self._out_topic(topic),
-                qos.live_writer(latched[topic], heavy[topic], size[topic]))
+            pub = self._publishers[topic] = self.node.create_publisher(
+                message_class(msg_type), self._out_topic(topic), qos.live_writer(latched[topic]))
+            if not latched[topic]:
+                self._windows[topic] = AckWindow(pub, qos.window(heavy[topic], size[topic]))
+            if heavy[topic]:
+                self._heavy_topics.add(topic)
             self._counts[topic] = 0
             self._failed[topic] = 0
+            self._dropped[topic] = 0
             if latched[topic] and msg_type == TF_MESSAGE:
                 self._latched_tf[topic] = {}
 
@@ -287,14 +314,17 @@ class Player:
                 # once over, up to the last message (not the wait for acknowledgements)
                 until = self._last_pub if self.timeline.stopped and self._last_pub else now
                 rtf = real_time_factor(self._history, until, self._played_ns, self._pass)
-            topics = {t: TopicStats(counts[t], self._failed[t], rates[t]) for t in counts}
+            topics = {t: TopicStats(counts[t], self._failed[t], rates[t], self._dropped[t])
+                      for t in counts}
             played = self._played_ns
             span = self._last_pub - self._first_pub if self._first_pub is not None else 0.0
+            waited = self._waited_s
         t = self.timeline
         paused = t.paused
         return PlaybackStats(topics, played, t.t_end - t.t0, t.rate, paused,
                              sum(counts.values()), sum(s.failed for s in topics.values()), t.loops,
-                             span, None if paused else rtf)
+                             span, None if paused else rtf,
+                             sum(s.dropped for s in topics.values()), waited)
 
     # --- the publishing thread -------------------------------------------------
 
@@ -329,6 +359,7 @@ class Player:
             spinner.join(2.0)
             executor.shutdown(timeout_sec=1.0)
             self._progress(force=True, final=True)
+            self._report_pace()
             self._report_drops()
             self.close()
             restore()
@@ -410,9 +441,21 @@ class Player:
                 action = timeline.wait_for(ev.t_ns, self._publish_clock, self._progress)
                 if action in (tl.STOP, tl.SEEK):
                     return action
+                topic = self.streams[ev.stream_idx].topic
+                if action == tl.GO and self._drops(topic, ev.t_ns):
+                    with self._stats_lock:
+                        self._dropped[topic] += 1
+                    self._played_ns = ev.t_ns - timeline.t0
+                    self._progress()
+                    continue
+                if not self._wait_for_room(topic):
+                    return tl.STOP if timeline.stopped else tl.SEEK
                 self._publish(self.streams[ev.stream_idx], ev.msg)
-                if action == tl.GO and self._lateness is not None:
-                    self._lateness.append(time.monotonic() - timeline.last_due)
+                if action == tl.GO:
+                    if self._lateness is not None:
+                        self._lateness.append(time.monotonic() - timeline.last_due)
+                    if self.options.drop_late_s is None:
+                        timeline.slip(ev.t_ns, MAX_LAG_S)
                 self._played_ns = ev.t_ns - timeline.t0
                 if action == tl.STEP:
                     timeline.step_done(ev.t_ns)
@@ -424,6 +467,32 @@ class Player:
         finally:
             for r in readers:
                 r.close()
+
+    def _drops(self, topic: str, t_ns: int) -> bool:
+        """With drop_late_s: whether this heavy message is dropped to keep real time."""
+        bound = self.options.drop_late_s
+        if bound is None or topic not in self._heavy_topics:
+            return False
+        window = self._windows.get(topic)
+        return self.timeline.late_s(t_ns) > bound or (window is not None
+                                                      and not window.has_room())
+
+    def _wait_for_room(self, topic: str) -> bool:
+        """Block until `topic`'s readers have acknowledged enough (flow.py); False: interrupted."""
+        window = self._windows.get(topic)
+        if window is None or window.has_room():
+            return True
+        start = time.monotonic()
+        try:
+            while not window.has_room():
+                if self.timeline.interrupted:
+                    return False
+                self._progress()
+                self.timeline.sleep(POLL_S)
+            return True
+        finally:
+            with self._stats_lock:
+                self._waited_s += time.monotonic() - start
 
     def _publish(self, stream: Stream, msg: Any) -> None:
         topic = stream.topic
@@ -444,6 +513,9 @@ class Player:
             with self._stats_lock:
                 self._failed[topic] += 1
             return
+        window = self._windows.get(topic)
+        if window is not None:
+            window.sent()
         now = time.monotonic()
         with self._stats_lock:
             self._counts[topic] += 1
@@ -509,11 +581,30 @@ class Player:
 
     # --- progress --------------------------------------------------------------
 
+    def _report_pace(self) -> None:
+        """Over the whole run: the real-time factor reached, and the wait for readers."""
+        stats = self.stats()
+        if self.options.quiet or stats.span_s <= 0 or stats.loops or self._pass != 1:
+            return  # after a loop or a seek, dataset time played is not wall time's
+        line = (f'played {stats.played_ns / 1e9:.2f} s of the episode in {stats.span_s:.2f} s: '
+                f'real-time factor {stats.played_ns / 1e9 / stats.span_s:.2f} '
+                f'(rate {stats.rate:g})')
+        if stats.waited_s >= 0.01:
+            line += f', {stats.waited_s:.2f} s of it waiting for subscribers to keep up'
+        sys.stderr.write(line + '\n')
+
     def _report_drops(self) -> None:
-        failed = {t: n for t, n in self.stats().topics.items() if n.failed}
+        stats = self.stats()
+        failed = {t: n for t, n in stats.topics.items() if n.failed}
         if failed:  # even when quiet: the user should know data did not go out
             detail = ', '.join(f'{t} {s.failed}' for t, s in failed.items())
             sys.stderr.write(f'warning: publish failed for {detail} message(s)\n')
+        if stats.dropped:  # asked for (drop_late_s), but the count is the user's to know
+            detail = ', '.join(f'{self._out_topic(t)} {s.dropped}'
+                               for t, s in stats.topics.items() if s.dropped)
+            total = stats.dropped + stats.published
+            sys.stderr.write(f'dropped {stats.dropped} of {total} messages to keep real time '
+                             f'(--drop-late {self.options.drop_late_s:g} s): {detail}\n')
 
     def _progress(self, force: bool = False, final: bool = False) -> None:
         now = time.monotonic()
@@ -535,7 +626,9 @@ class Player:
         if stats.rtf is not None:
             line += f'  real-time factor {stats.rtf:.2f}'
         if stats.failed:
-            line += f'  dropped {stats.failed}'
+            line += f'  failed {stats.failed}'
+        if stats.dropped:
+            line += f'  dropped late {stats.dropped}'
         self._line.show(line, force=final)
         if final:
             self._line.close()
@@ -591,6 +684,9 @@ def _check_options(opts: PlayOptions) -> None:
     if not (opts.wait_for_subscribers_s >= 0 and math.isfinite(opts.wait_for_subscribers_s)):
         raise ReactRosError('--wait-for-subscribers must be a number of seconds >= 0, '
                             f'not {opts.wait_for_subscribers_s}')
+    if opts.drop_late_s is not None and not (opts.drop_late_s >= 0
+                                             and math.isfinite(opts.drop_late_s)):
+        raise ReactRosError(f'--drop-late must be a number of seconds >= 0, not {opts.drop_late_s}')
     for src, dst in opts.remap.items():
         if not src.startswith('/') or not dst.startswith('/'):
             raise ReactRosError(f'--remap {src}:={dst}: both topics must be absolute')

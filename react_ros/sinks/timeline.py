@@ -211,6 +211,26 @@ class Timeline:
                 return None
             return self._anchor_wall + (t_ns - self._anchor_ns) / self._rate / 1e9
 
+    def slip(self, t_ns: int, max_lag_s: float) -> bool:
+        """The message stamped t_ns went out more than `max_lag_s` late: make it on time.
+
+        Re-anchors at t_ns, so that what follows keeps its spacing instead of
+        going out in a burst to catch up: when readers or the player cannot keep
+        the rate, dataset time (and /clock) runs slower. True if it slipped.
+        """
+        with self._cv:
+            due = self.due(t_ns)
+            if due is None or self._clock() - due <= max_lag_s:
+                return False
+            self._reanchor(t_ns)
+            return True
+
+    def late_s(self, t_ns: int) -> float:
+        """How long ago dataset time t_ns was due (negative: not yet; 0 while paused)."""
+        with self._cv:
+            due = self.due(t_ns)
+            return 0.0 if due is None else self._clock() - due
+
     def poll(self, t_ns: int) -> Poll:
         """What to do with the message stamped `t_ns`, without waiting."""
         with self._cv:

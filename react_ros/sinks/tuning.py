@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import gc
 
-from react_ros.ros.dds import prefer_async_publishing
+from react_ros.ros.dds import prefer_async_publishing, repair_lost_fragments_fast
 from react_ros.sinks.allocator import reuse_freed_frames
 
 
 def tune_for_playback() -> None:
-    """Allocator and DDS publication mode; call before rclpy.init (Fast DDS reads it then)."""
+    """Allocator, DDS publication mode and heartbeats; call before rclpy.init (Fast DDS reads
+    them then)."""
     reuse_freed_frames()
     prefer_async_publishing()
+    repair_lost_fragments_fast()
 
 
 def freeze_heap() -> None:
