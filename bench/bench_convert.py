@@ -8,6 +8,8 @@ every row:
             MCAP writer alone writing the same records (what the writer costs
             without us);
   read      reading every message back from the bag (MCAP only, no image decode);
+  h264      `convert --images h264` (the recorded packets passed through) against the
+            source videos' bytes and the time to read their packets (demux, no decode);
   release   convert-all on a small release with 1 and 2 worker processes and on a
             local Ray: episodes/s, and the ratios between them.
 Run it with `make bench` or `scripts/ros_env.sh python bench/bench_convert.py`.
@@ -29,7 +31,7 @@ from react_ros.adapters import open_episode
 from react_ros.sinks.bag import write_bag
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_umi import decode_limit, log, sample  # noqa: E402
+from bench_umi import decode_limit, log, sample, videos  # noqa: E402
 
 MODES = [('raw', 'none'), ('raw', 'zstd'), ('raw', 'lz4'), ('jpeg', 'none'),
          ('jpeg', 'zstd'), ('png', 'none'), ('png', 'zstd')]
@@ -45,6 +47,16 @@ def convert(ep: Path, out: Path, images: str, compression: str) -> tuple[float, 
     t = time.perf_counter()
     summary = write_bag(open_episode(ep, 'umi'), out, images=images, compression=compression)
     return time.perf_counter() - t, summary.topic_counts
+
+
+def read_packets(paths: list[Path]) -> float:
+    """Seconds to read every packet of these videos as --images h264 does (no decoding)."""
+    from react_ros.formats.video_packets import read_packets as packets
+    t = time.perf_counter()
+    for path in paths:
+        for _ in packets(path):
+            pass
+    return time.perf_counter() - t
 
 
 def read_back(bag: Path) -> float:
@@ -127,6 +139,13 @@ def main() -> int:
             rows.append((mode, compression, size, seconds, read, write))
             shutil.rmtree(bag)
         raw_size = rows[0][2]
+        log('convert --images h264')
+        bag = scratch / 'h264'
+        h264_s, _ = convert(ep, bag, 'h264', 'lz4')
+        h264_size = bag_bytes(bag)
+        shutil.rmtree(bag)
+        video_size = sum(p.stat().st_size for p in videos(ep))
+        demux_s = read_packets(videos(ep))
         log('release rows')
         release = args.cache / f'umi_release_{args.episodes}'
         if not release.exists():
@@ -149,6 +168,10 @@ def main() -> int:
         print(f'| {mode} | {compression} | {size / 1e6:,.0f} MB | {size / raw_size:.3f} | '
               f'{seconds:.1f} | {rate:.0f} | {rate / decode:.0%} | {write:.1f} '
               f'({write / seconds:.0%} of convert) | {read:.2f} |')
+    print(f'--images h264 (packets passed through), lz4: {h264_size / 1e6:,.1f} MB, '
+          f'{h264_size / video_size:.2f}x the three source videos ({video_size / 1e6:,.1f} MB), '
+          f'{h264_size / raw_size:.4f}x raw; {h264_s:.2f} s, {demux_s / h264_s:.0%} of it reading '
+          f'the videos\' packets alone ({demux_s:.2f} s)')
     print(f'convert-all, {args.episodes} UMI episodes of 1 s at 640x400:')
     print('| runner | episodes/s | ratio |')
     print('|---|---|---|')

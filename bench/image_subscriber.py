@@ -4,8 +4,11 @@ Prints one JSON line {topic: count, ...} when it gets SIGINT/SIGTERM or after
 `--idle` seconds without a message once the first one arrived (or once it got
 SIGUSR1, for a run that may bring none). `--keep-all`
 subscribes reliable KEEP_ALL (every message is kept until the callback takes
-it); the default is the contract's reliable KEEP_LAST 10. `--type` names the
-message type (default sensor_msgs/msg/Image); `--work-ms` is spent per message.
+it); the default is the contract's reliable KEEP_LAST 10, and `--best-effort`
+a sensor-style reader (best effort, KEEP_LAST 10), which the player never waits
+for. `--type` names the message type (default sensor_msgs/msg/Image); `--work-ms`
+is spent per message; `--each` prints the topic of every message as it is taken,
+for a test that watches delivery as it happens.
 """
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ import time
 
 import rclpy
 from rclpy.executors import ExternalShutdownException
-from rclpy.qos import HistoryPolicy, QoSProfile
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from react_ros.ros.msgs import message_class
 from react_ros.ros.qos import DEFAULT
@@ -28,6 +31,8 @@ def main() -> int:
     ap.add_argument('topics', nargs='+')
     ap.add_argument('--idle', type=float, default=3.0)
     ap.add_argument('--keep-all', action='store_true')
+    ap.add_argument('--best-effort', action='store_true')
+    ap.add_argument('--each', action='store_true')
     ap.add_argument('--type', default='sensor_msgs/msg/Image')
     ap.add_argument('--work-ms', type=float, default=0.0)
     args = ap.parse_args()
@@ -40,12 +45,17 @@ def main() -> int:
         def cb(_msg: bytes) -> None:
             counts[topic] += 1
             last[0] = time.monotonic()
+            if args.each:
+                print(topic, flush=True)
             if args.work_ms:
                 time.sleep(args.work_ms / 1000)  # a consumer's own work, not synchronisation
         return cb
 
-    qos = QoSProfile(depth=DEFAULT.depth, history=HistoryPolicy.KEEP_ALL,
-                     reliability=DEFAULT.reliability) if args.keep_all else DEFAULT
+    qos = QoSProfile(depth=DEFAULT.depth, history=DEFAULT.history, reliability=DEFAULT.reliability)
+    if args.keep_all:
+        qos.history = HistoryPolicy.KEEP_ALL
+    if args.best_effort:
+        qos.reliability = ReliabilityPolicy.BEST_EFFORT
     msg_class = message_class(args.type)
 
     for t in args.topics:

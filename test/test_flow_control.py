@@ -12,6 +12,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -87,3 +88,93 @@ def test_drop_late_keeps_time_and_counts_exactly_what_it_dropped(episode: Path,
     dropped = per_topic.get(TOPIC, 0)
     assert dropped > 0, stderr
     assert received == frames - dropped, stderr
+
+
+@pytest.fixture(scope='module')
+def long_episode(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from react_ros.samples.umi import write_umi_sample
+    return write_umi_sample(tmp_path_factory.mktemp('flow_long') / 'episode0000', seed=4,
+                            duration_s=5.0, width=640, height=400)
+
+
+class _Lines:
+    """Counts the lines a subscriber prints (one per message, --each) as they come."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == 'ready'
+        self.proc = proc
+        self.count = 0
+        self.last = ''
+        self._cv = threading.Condition()
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            with self._cv:
+                self.last = line.strip()
+                if line.startswith('/'):
+                    self.count += 1
+                self._cv.notify_all()
+
+    def wait_for(self, n: int, timeout: float) -> int:
+        """The count once it reaches n, or when `timeout` s pass."""
+        with self._cv:
+            self._cv.wait_for(lambda: self.count >= n, timeout)
+            return self.count
+
+
+
+def test_a_stalled_reader_holds_the_player_within_its_window(long_episode: Path) -> None:
+    """A reliable reader that stops taking anything (SIGSTOP) stops the player a window on.
+
+    A second reliable KEEP_ALL reader on the same topic, which keeps up, sees what
+    the player sends meanwhile: at most the topic's window past what it had sent
+    when the reader stopped, and a few the watcher had not taken yet (KEEP_ALL
+    alone sent the whole episode into the writer's history; a best-effort watcher
+    cannot tell, it lost half of it). Once the reader goes on, it receives every
+    image.
+    """
+    from react_ros.adapters import open_episode
+    from react_ros.ros import qos
+    (stream,) = [s for s in open_episode(long_episode, 'umi').streams if s.topic == TOPIC]
+    total = stream.count
+    window = qos.window(True, stream.approx_bytes)
+    assert total and total > window + 100, (total, window)
+
+    def subscriber(*flags: str) -> _Lines:
+        # --idle 60: each ends when the test stops it, not when it has been stopped a while
+        return _Lines(subprocess.Popen(
+            [sys.executable, str(ROOT / 'bench' / 'image_subscriber.py'), TOPIC, '--each',
+             '--idle', '60', *flags], stdout=subprocess.PIPE, text=True))
+
+    procs: list[subprocess.Popen] = []
+    try:
+        slow = subscriber('--keep-all')
+        procs.append(slow.proc)
+        watcher = subscriber('--keep-all')
+        procs.append(watcher.proc)
+        player = subprocess.Popen([sys.executable, '-m', 'react_ros.cli', 'play',
+                                   str(long_episode), '--rate', '10', '--no-state-publisher',
+                                   '--wait-for-subscribers', '10'],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        procs.append(player)
+        assert slow.wait_for(1, 60) >= 1
+        slow.proc.send_signal(signal.SIGSTOP)
+        sent_at_stop = watcher.count
+        # At --rate 10 the whole episode goes out in 0.5 s when nothing holds the
+        # player; 5 s is well under the stopped reader's 20 s DDS lease.
+        seen = watcher.wait_for(total, 5.0)
+        assert seen <= sent_at_stop + window + 10, (sent_at_stop, seen, window, total)
+        slow.proc.send_signal(signal.SIGCONT)
+        _, stderr = player.communicate(timeout=300)
+        assert player.returncode == 0, stderr
+        # Every image was acknowledged, so it is in the reader's queue: the callback takes it.
+        assert slow.wait_for(total, 120) == total, stderr
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGCONT)
+                p.kill()
+                p.wait()
