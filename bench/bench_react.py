@@ -146,11 +146,13 @@ def main() -> int:
          f'{pub:.0f} Images/s', f'{delivered["received"]} of {delivered["sent"]} received'),
         ('publish only, the light messages (TF, poses, camera_info, force)',
          f'{small:.0f} msgs/s', f'real time needs {need_small:.0f} msgs/s'),
-        ('limit from decode and both publishes, React mix', f'{limit:.0f} Images/s',
+        # The player overlaps these on two cores and five writers (each with its own
+        # window), so it can pass this figure: it is a floor to compare runs against.
+        ('decode and both publishes one after another, React mix', f'{limit:.0f} Images/s',
          f'RTF {rtf_limit:.2f}; real time needs {need_publish:.0f} Images/s'),
         ('player, React 640x480, as fast as it goes', f'{fast["images_per_s"]:.0f} Images/s',
-         f'{fast["lost"]} of {fast["images"]} lost; {fast["images_per_s"] / limit:.0%} of the '
-         f'limit; RTF {fast["rtf"]:.2f}'),
+         f'{fast["lost"]} of {fast["images"]} lost; {fast["images_per_s"] / limit:.0%} of one '
+         f'after another; RTF {fast["rtf"]:.2f}'),
         ('player at 1.0x, React 640x480', f'RTF {rt["rtf"]:.2f}',
          f'{rt["lost"]} of {rt["images"]} lost; lateness p50 {rt["late_p50_ms"]:.1f} ms, '
          f'p99 {rt["late_p99_ms"]:.1f} ms'),
@@ -164,7 +166,7 @@ def main() -> int:
     for r in rows_out:
         print(f'| {r[0]} | {r[1]} | {r[2]} |')
     checks = [('nothing lost by either player run', fast['lost'] == 0 and rt['lost'] == 0),
-              ('player as fast as it goes >= 85% of the limit',
+              ('player as fast as it goes >= 85% of one after another',
                fast['images_per_s'] >= 0.85 * limit),
               ('player keeps real time at 1.0x', rt['rtf'] >= 0.98)]
     for name, ok in checks:
