@@ -32,11 +32,21 @@ class VideoInfo:
     codec: str
 
 
-def _open(path: Path) -> av.container.InputContainer:
+# Opening a container decodes its first frames to fill in the stream's parameters
+# (70 ms for a 1920x1200 mp4 here). What only demuxes needs none of that: with
+# every frame skipped the open takes 2 ms, and width, height, codec, frame count
+# and time base are still read from the container. One entry per stream, enough
+# for any file a dataset holds.
+_DEMUX_ONLY = [{'skip_frame': 'all'}] * 16
+
+
+def _open(path: Path, decode: bool = True) -> av.container.InputContainer:
+    """Open `path` for reading; `decode=False` when only its packets will be read."""
     if not path.is_file():
         raise DatasetFormatError(path, 'video file is missing')
     try:
-        container = av.open(str(path), mode='r')
+        container = av.open(str(path), mode='r',
+                            stream_options=None if decode else _DEMUX_ONLY)
     except _AV_ERRORS as exc:
         raise DatasetFormatError(path, f'not a readable video ({_why(exc)})') from None
     if not container.streams.video:
@@ -63,10 +73,16 @@ def probe(path: Path | str) -> VideoInfo:
     (Matroska, raw streams) are counted by demuxing packets.
     """
     path = Path(path)
-    container = _open(path)
+    container = _open(path, decode=False)
     try:
         stream = container.streams.video[0]
         ctx = stream.codec_context
+        if not ctx.width or not ctx.height:
+            # a raw stream states its size only in frames that are decoded
+            container.close()
+            container = _open(path)
+            stream = container.streams.video[0]
+            ctx = stream.codec_context
         if stream.frames:
             count = stream.frames
             _check_tail(container, path)
@@ -121,7 +137,7 @@ class FrameTable:
 def frame_table(path: Path | str) -> FrameTable:
     """Read from the packets, without decoding (they come in decode order: sorted here)."""
     path = Path(path)
-    container = _open(path)
+    container = _open(path, decode=False)
     try:
         stream = container.streams.video[0]
         packets = [(p.pts, p.is_keyframe) for p in container.demux(stream)
@@ -142,7 +158,7 @@ def frame_pts(path: Path | str) -> list[int]:
 def frame_pts_ns(path: Path | str) -> list[int]:
     """Presentation time of every frame, in ns on the container's timeline."""
     path = Path(path)
-    container = _open(path)
+    container = _open(path, decode=False)
     try:
         tb = container.streams.video[0].time_base or Fraction(1, 1)
     finally:

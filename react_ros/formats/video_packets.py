@@ -55,7 +55,7 @@ _START_CODE = b'\x00\x00\x00\x01'
 def video_format(path: Path | str) -> str:
     """The CompressedVideo format of the file's first video stream."""
     path = Path(path)
-    container = _open(path)
+    container = _open(path, decode=False)
     try:
         return _format_of(container.streams.video[0], path)
     finally:
@@ -73,14 +73,18 @@ def _format_of(stream: av.video.stream.VideoStream, path: Path) -> str:
 def has_b_frames(path: Path | str) -> bool:
     """True when presentation order differs from decode order (demuxes, does not decode)."""
     path = Path(path)
+    container = _open(path, decode=False)
+    try:
+        pts = _demuxed_pts(container, path)
+    finally:
+        container.close()
+    if None not in pts:
+        return any(b <= a for a, b in zip(pts, pts[1:]))
+    # A raw stream has no timestamps to compare; the decoder's reorder delay, found
+    # by decoding its first frames as a full open does, tells.
     container = _open(path)
     try:
-        stream = container.streams.video[0]
-        pts = _demuxed_pts(container, path)
-        if None in pts:
-            # A raw stream has no timestamps to compare; the parser's reorder delay tells.
-            return bool(stream.codec_context.has_b_frames)
-        return any(b <= a for a, b in zip(pts, pts[1:]))
+        return bool(container.streams.video[0].codec_context.has_b_frames)
     finally:
         container.close()
 
@@ -121,13 +125,13 @@ def read_packets(path: Path | str) -> Iterator[Packet]:
     the decode position, right only without B-frames (see `has_b_frames`).
     """
     path = Path(path)
-    container = _open(path)
+    container = _open(path, decode=False)
     try:
         _format_of(container.streams.video[0], path)
         index = _presentation_index(_demuxed_pts(container, path))
     finally:
         container.close()
-    container = _open(path)
+    container = _open(path, decode=False)
     n = 0
     try:
         stream = container.streams.video[0]
