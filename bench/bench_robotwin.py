@@ -65,8 +65,9 @@ def child(what: str, root: str) -> None:
         tune_for_playback()
         images = [s.topic for s in episode.streams if s.msg_type == 'sensor_msgs/msg/Image']
         sub = Subscriber(images)
+        # 4 s for discovery, as bench_umi.py (this participant has no head start)
         player = Player(episode, PlayOptions(rate=1.0, quiet=True, keyboard=False,
-                                             record_lateness=True))
+                                             record_lateness=True, wait_for_subscribers_s=4.0))
         freeze_heap()
         player.run()
         stats = player.stats()
