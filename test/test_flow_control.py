@@ -125,6 +125,20 @@ class _Lines:
             return self.count
 
 
+def _subscriber(*flags: str) -> _Lines:
+    # --idle 60: it ends when the test stops it, not when it has been stopped a while
+    return _Lines(subprocess.Popen(
+        [sys.executable, str(ROOT / 'bench' / 'image_subscriber.py'), TOPIC, '--each',
+         '--idle', '60', *flags], stdout=subprocess.PIPE, text=True))
+
+
+def _player(episode: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, '-m', 'react_ros.cli', 'play', str(episode),
+                             '--rate', '10', '--no-state-publisher',
+                             '--wait-for-subscribers', '10'],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
 
 def test_a_stalled_reader_holds_the_player_within_its_window(long_episode: Path) -> None:
     """A reliable reader that stops taking anything (SIGSTOP) stops the player a window on.
@@ -143,22 +157,13 @@ def test_a_stalled_reader_holds_the_player_within_its_window(long_episode: Path)
     window = qos.window(True, stream.approx_bytes)
     assert total and total > window + 100, (total, window)
 
-    def subscriber(*flags: str) -> _Lines:
-        # --idle 60: each ends when the test stops it, not when it has been stopped a while
-        return _Lines(subprocess.Popen(
-            [sys.executable, str(ROOT / 'bench' / 'image_subscriber.py'), TOPIC, '--each',
-             '--idle', '60', *flags], stdout=subprocess.PIPE, text=True))
-
     procs: list[subprocess.Popen] = []
     try:
-        slow = subscriber('--keep-all')
+        slow = _subscriber('--keep-all')
         procs.append(slow.proc)
-        watcher = subscriber('--keep-all')
+        watcher = _subscriber('--keep-all')
         procs.append(watcher.proc)
-        player = subprocess.Popen([sys.executable, '-m', 'react_ros.cli', 'play',
-                                   str(long_episode), '--rate', '10', '--no-state-publisher',
-                                   '--wait-for-subscribers', '10'],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        player = _player(long_episode)
         procs.append(player)
         assert slow.wait_for(1, 60) >= 1
         slow.proc.send_signal(signal.SIGSTOP)
@@ -172,6 +177,38 @@ def test_a_stalled_reader_holds_the_player_within_its_window(long_episode: Path)
         assert player.returncode == 0, stderr
         # Every image was acknowledged, so it is in the reader's queue: the callback takes it.
         assert slow.wait_for(total, 120) == total, stderr
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGCONT)
+                p.kill()
+                p.wait()
+
+
+def test_a_stalled_best_effort_reader_holds_nothing(long_episode: Path) -> None:
+    """A best-effort reader sends no acknowledgements: stopped, it does not stop the player.
+
+    The reliable KEEP_ALL watcher gets the whole episode while the best-effort
+    reader is stopped, and the player ends on its own.
+    """
+    from react_ros.adapters import open_episode
+    (stream,) = [s for s in open_episode(long_episode, 'umi').streams if s.topic == TOPIC]
+    total = stream.count
+    procs: list[subprocess.Popen] = []
+    try:
+        stalled = _subscriber('--best-effort')
+        procs.append(stalled.proc)
+        watcher = _subscriber('--keep-all')
+        procs.append(watcher.proc)
+        player = _player(long_episode)
+        procs.append(player)
+        assert stalled.wait_for(1, 60) >= 1
+        stalled.proc.send_signal(signal.SIGSTOP)
+        # bounded well under the stopped reader's 20 s DDS lease, after which even a
+        # reliable reader would no longer be waited for
+        assert watcher.wait_for(total, 15.0) == total, (watcher.count, total)
+        _, stderr = player.communicate(timeout=15)
+        assert player.returncode == 0, stderr
     finally:
         for p in procs:
             if p.poll() is None:
