@@ -7,6 +7,7 @@ images a second than that subscriber takes, and more than the player decodes.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import signal
@@ -14,6 +15,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -132,12 +134,37 @@ def _subscriber(*flags: str) -> _Lines:
          '--idle', '60', *flags], stdout=subprocess.PIPE, text=True))
 
 
+@contextlib.contextmanager
+def _one_reader_stopped(episode: Path,
+                        flags: str) -> Iterator[tuple[_Lines, _Lines, subprocess.Popen]]:
+    """(reader, watcher, player): the reader (`flags`) SIGSTOPped after its first image.
+
+    The watcher is reliable KEEP_ALL on the same topic; the player plays `episode` at
+    --rate 10. Every process is ended (and the reader continued) on exit.
+    """
+    procs: list[subprocess.Popen] = []
+    try:
+        reader = _subscriber(flags)
+        procs.append(reader.proc)
+        watcher = _subscriber('--keep-all')
+        procs.append(watcher.proc)
+        procs.append(_player(episode))
+        assert reader.wait_for(1, 60) >= 1
+        reader.proc.send_signal(signal.SIGSTOP)
+        yield reader, watcher, procs[-1]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGCONT)
+                p.kill()
+                p.wait()
+
+
 def _player(episode: Path) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, '-m', 'react_ros.cli', 'play', str(episode),
                              '--rate', '10', '--no-state-publisher',
                              '--wait-for-subscribers', '10'],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-
 
 
 def test_a_stalled_reader_holds_the_player_within_its_window(long_episode: Path) -> None:
@@ -157,16 +184,7 @@ def test_a_stalled_reader_holds_the_player_within_its_window(long_episode: Path)
     window = qos.window(True, stream.approx_bytes)
     assert total and total > window + 100, (total, window)
 
-    procs: list[subprocess.Popen] = []
-    try:
-        slow = _subscriber('--keep-all')
-        procs.append(slow.proc)
-        watcher = _subscriber('--keep-all')
-        procs.append(watcher.proc)
-        player = _player(long_episode)
-        procs.append(player)
-        assert slow.wait_for(1, 60) >= 1
-        slow.proc.send_signal(signal.SIGSTOP)
+    with _one_reader_stopped(long_episode, '--keep-all') as (slow, watcher, player):
         sent_at_stop = watcher.count
         # At --rate 10 the whole episode goes out in 0.5 s when nothing holds the
         # player; 5 s is well under the stopped reader's 20 s DDS lease.
@@ -177,12 +195,6 @@ def test_a_stalled_reader_holds_the_player_within_its_window(long_episode: Path)
         assert player.returncode == 0, stderr
         # Every image was acknowledged, so it is in the reader's queue: the callback takes it.
         assert slow.wait_for(total, 120) == total, stderr
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGCONT)
-                p.kill()
-                p.wait()
 
 
 def test_a_stalled_best_effort_reader_holds_nothing(long_episode: Path) -> None:
@@ -194,24 +206,9 @@ def test_a_stalled_best_effort_reader_holds_nothing(long_episode: Path) -> None:
     from react_ros.adapters import open_episode
     (stream,) = [s for s in open_episode(long_episode, 'umi').streams if s.topic == TOPIC]
     total = stream.count
-    procs: list[subprocess.Popen] = []
-    try:
-        stalled = _subscriber('--best-effort')
-        procs.append(stalled.proc)
-        watcher = _subscriber('--keep-all')
-        procs.append(watcher.proc)
-        player = _player(long_episode)
-        procs.append(player)
-        assert stalled.wait_for(1, 60) >= 1
-        stalled.proc.send_signal(signal.SIGSTOP)
+    with _one_reader_stopped(long_episode, '--best-effort') as (_, watcher, player):
         # bounded well under the stopped reader's 20 s DDS lease, after which even a
         # reliable reader would no longer be waited for
         assert watcher.wait_for(total, 15.0) == total, (watcher.count, total)
         _, stderr = player.communicate(timeout=15)
         assert player.returncode == 0, stderr
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGCONT)
-                p.kill()
-                p.wait()
