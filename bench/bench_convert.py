@@ -32,7 +32,7 @@ from react_ros.adapters import open_episode
 from react_ros.sinks.bag import write_bag
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_umi import decode_limit, log, sample, videos  # noqa: E402
+from bench_umi import IMAGE_TOPICS, decode_limit, log, sample, videos  # noqa: E402
 
 MODES = [('raw', 'none'), ('raw', 'zstd'), ('raw', 'lz4'), ('jpeg', 'none'),
          ('jpeg', 'zstd'), ('png', 'none'), ('png', 'zstd')]
@@ -152,8 +152,7 @@ def main() -> int:
         # The rest of the episode (poses, TF, camera_info, robot state) as its own
         # conversion: what --images h264 adds to it is what the videos cost.
         bag = scratch / 'no_images'
-        rest_s, _ = convert(ep, bag, 'raw', 'lz4',
-                            exclude=tuple(f'/{c}/image_raw' for c in ('left', 'center', 'right')))
+        rest_s, _ = convert(ep, bag, 'raw', 'lz4', exclude=tuple(IMAGE_TOPICS))
         shutil.rmtree(bag)
         log('release rows')
         release = args.cache / f'umi_release_{args.episodes}'

@@ -27,7 +27,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_umi import Subscriber, decode_together, log, publish_limit  # noqa: E402
+from bench_umi import (DISCOVERY_WAIT_S, Subscriber, decode_together, log,  # noqa: E402
+                       publish_limit)
 
 from react_ros.sinks.tuning import freeze_heap, tune_for_playback  # noqa: E402
 
@@ -90,7 +91,8 @@ def run_player(root: Path, rate: float, record: bool = False) -> dict:
     episode = open_episode(root, 'react', EpisodeOptions(episode=EPISODE))
     sub = Subscriber(IMAGE_TOPICS)
     player = Player(episode, PlayOptions(rate=rate, quiet=True, keyboard=False,
-                                         record_lateness=record, wait_for_subscribers_s=4.0))
+                                         record_lateness=record,
+                                         wait_for_subscribers_s=DISCOVERY_WAIT_S))
     freeze_heap()
     player.run()
     stats = player.stats()

@@ -58,16 +58,16 @@ def child(what: str, root: str) -> None:
                'bag_mb': size / 2**20}
     else:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from bench_umi import Subscriber
+        from bench_umi import DISCOVERY_WAIT_S, Subscriber
 
         from react_ros.sinks.live import Player, PlayOptions
         from react_ros.sinks.tuning import freeze_heap, tune_for_playback
         tune_for_playback()
         images = [s.topic for s in episode.streams if s.msg_type == 'sensor_msgs/msg/Image']
         sub = Subscriber(images)
-        # 4 s for discovery, as bench_umi.py (this participant has no head start)
         player = Player(episode, PlayOptions(rate=1.0, quiet=True, keyboard=False,
-                                             record_lateness=True, wait_for_subscribers_s=4.0))
+                                             record_lateness=True,
+                                             wait_for_subscribers_s=DISCOVERY_WAIT_S))
         freeze_heap()
         player.run()
         stats = player.stats()

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_umi import Subscriber, decode_together, log  # noqa: E402
+from bench_umi import DISCOVERY_WAIT_S, Subscriber, decode_together, log  # noqa: E402
 
 from react_ros.sinks.tuning import freeze_heap, tune_for_playback  # noqa: E402
 
@@ -57,11 +57,9 @@ def run_player(root: Path, rate: float, scale: float = 1.0) -> dict:
     episode = open_episode(root, 'truetrace', EpisodeOptions(image_scale=scale))
     sub = Subscriber(IMAGE_TOPICS)
     tune_for_playback()
-    # 4 s, as bench_umi.py: the player's participant starts here, with no head start,
-    # and with the default 2 s the first 38 of 300 images went out before it had
-    # discovered the subscriber (README, "Nothing is lost to a subscriber...").
     player = Player(episode, PlayOptions(rate=rate, quiet=True, keyboard=False,
-                                         record_lateness=True, wait_for_subscribers_s=4.0))
+                                         record_lateness=True,
+                                         wait_for_subscribers_s=DISCOVERY_WAIT_S))
     freeze_heap()
     player.run()
     stats = player.stats()

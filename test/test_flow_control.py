@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 
@@ -31,12 +31,23 @@ def episode(tmp_path_factory: pytest.TempPathFactory) -> Path:
                             duration_s=2.0, width=640, height=400)
 
 
-@pytest.fixture(scope='module')
-def frames(episode: Path) -> int:
+def _image_stream(episode: Path) -> Any:
     from react_ros.adapters import open_episode
     (stream,) = [s for s in open_episode(episode, 'umi').streams if s.topic == TOPIC]
-    assert stream.count and stream.count > 100
-    return stream.count
+    return stream
+
+
+@pytest.fixture(scope='module')
+def frames(episode: Path) -> int:
+    count = _image_stream(episode).count
+    assert count and count > 100
+    return count
+
+
+def _play_command(episode: Path, *extra: str) -> list[str]:
+    # The player waits (bounded) for discovery to match the subscribers before it plays.
+    return [sys.executable, '-m', 'react_ros.cli', 'play', str(episode), '--rate', '10',
+            '--no-state-publisher', '--wait-for-subscribers', '10', *extra]
 
 
 def _play(episode: Path, *extra: str) -> tuple[int, str]:
@@ -46,12 +57,8 @@ def _play(episode: Path, *extra: str) -> tuple[int, str]:
                            stdout=subprocess.PIPE, text=True)
     try:
         assert sub.stdout is not None and sub.stdout.readline().strip() == 'ready'
-        # The player waits (bounded) for discovery to match the subscriber before it plays.
-        player = subprocess.run([sys.executable, '-m', 'react_ros.cli', 'play', str(episode),
-                                 '--rate', '10', '--no-state-publisher',
-                                 '--wait-for-subscribers', '10', *extra],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                timeout=300)
+        player = subprocess.run(_play_command(episode, *extra), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True, timeout=300)
         assert player.returncode == 0, player.stderr
         # The player has exited once every image was acknowledged: what is missing now is
         # only what the subscriber has not taken from its queue yet. It stops 5 s after
@@ -148,7 +155,8 @@ def _one_reader_stopped(episode: Path,
         procs.append(reader.proc)
         watcher = _subscriber('--keep-all')
         procs.append(watcher.proc)
-        procs.append(_player(episode))
+        procs.append(subprocess.Popen(_play_command(episode), stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.PIPE, text=True))
         assert reader.wait_for(1, 60) >= 1
         reader.proc.send_signal(signal.SIGSTOP)
         yield reader, watcher, procs[-1]
@@ -158,13 +166,6 @@ def _one_reader_stopped(episode: Path,
                 p.send_signal(signal.SIGCONT)
                 p.kill()
                 p.wait()
-
-
-def _player(episode: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, '-m', 'react_ros.cli', 'play', str(episode),
-                             '--rate', '10', '--no-state-publisher',
-                             '--wait-for-subscribers', '10'],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
 def test_a_stalled_reader_holds_the_player_within_its_window(long_episode: Path) -> None:
@@ -177,9 +178,8 @@ def test_a_stalled_reader_holds_the_player_within_its_window(long_episode: Path)
     cannot tell, it lost half of it). Once the reader goes on, it receives every
     image.
     """
-    from react_ros.adapters import open_episode
     from react_ros.ros import qos
-    (stream,) = [s for s in open_episode(long_episode, 'umi').streams if s.topic == TOPIC]
+    stream = _image_stream(long_episode)
     total = stream.count
     window = qos.window(True, stream.approx_bytes)
     assert total and total > window + 100, (total, window)
@@ -203,9 +203,7 @@ def test_a_stalled_best_effort_reader_holds_nothing(long_episode: Path) -> None:
     The reliable KEEP_ALL watcher gets the whole episode while the best-effort
     reader is stopped, and the player ends on its own.
     """
-    from react_ros.adapters import open_episode
-    (stream,) = [s for s in open_episode(long_episode, 'umi').streams if s.topic == TOPIC]
-    total = stream.count
+    total = _image_stream(long_episode).count
     with _one_reader_stopped(long_episode, '--best-effort') as (_, watcher, player):
         # bounded well under the stopped reader's 20 s DDS lease, after which even a
         # reliable reader would no longer be waited for

@@ -71,7 +71,10 @@ def _format_of(stream: av.video.stream.VideoStream, path: Path) -> str:
 
 
 def has_b_frames(path: Path | str) -> bool:
-    """True when presentation order differs from decode order (demuxes, does not decode)."""
+    """True when presentation order differs from decode order.
+
+    Demuxes only; a raw stream, which has no timestamps, is opened in full instead.
+    """
     path = Path(path)
     container = _open(path, decode=False)
     try:
