@@ -324,5 +324,46 @@ def _stop_signals_raise() -> Iterator[None]:
 # For drivers that are not writers themselves (convert-all): stop signals raise Interrupted.
 stop_signals_raise = _stop_signals_raise
 
-__all__ = ['Interrupted', 'check_replaceable', 'output_path', 'remove_stale', 'staged',
-           'stop_signals_raise']
+
+# --- the stop flag ---------------------------------------------------------------
+# A handler that raises lands wherever the main thread happens to be: inside a C
+# extension's callback (rclpy's deserialisation, h5py under its global lock) it
+# surfaces as another exception or leaves the extension's state half-made. The
+# flag instead is set by the handler and checked where stopping is safe: the
+# writers' loops (check_stop), every worker thread (stop_requested), and waits
+# (wait_for_stop). The first signal's number is what the process exits with.
+_STOP = threading.Event()
+_STOP_SIGNUM = [0]
+
+
+def request_stop(signum: int) -> None:
+    """Ask every loop and worker thread of this process to stop (what the handler does)."""
+    if not _STOP_SIGNUM[0]:
+        _STOP_SIGNUM[0] = int(signum)
+    _STOP.set()
+
+
+def stop_requested() -> int:
+    """The number of the stop signal received, 0 while none was."""
+    return _STOP_SIGNUM[0] if _STOP.is_set() else 0
+
+
+def check_stop() -> None:
+    """Raise Interrupted if a stop signal arrived: call it where stopping is safe."""
+    if _STOP.is_set():
+        raise Interrupted(_STOP_SIGNUM[0])
+
+
+def wait_for_stop(timeout: float | None) -> bool:
+    """Sleep up to `timeout` s, waking at once on a stop signal; True if one arrived."""
+    return _STOP.wait(timeout)
+
+
+def clear_stop() -> None:
+    """Forget a stop signal (tests, and a process that handled one and goes on)."""
+    _STOP.clear()
+    _STOP_SIGNUM[0] = 0
+
+__all__ = ['Interrupted', 'check_replaceable', 'check_stop', 'clear_stop', 'output_path',
+           'remove_stale', 'request_stop', 'staged', 'stop_requested', 'stop_signals_raise',
+           'wait_for_stop']
