@@ -23,3 +23,11 @@ class FrameSyncError(DatasetFormatError):
 
 class SinkError(ReactRosError):
     """An output cannot be written (exists already, not writable)."""
+
+
+class OutputWriteError(SinkError):
+    """The output's filesystem failed (full, over quota, read-only, an I/O error).
+
+    Still a one-line exit 2 for `convert`, but not the episode's fault: convert-all
+    records it as failed, to be tried again once the disk is fixed.
+    """

@@ -32,13 +32,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from react_ros.errors import SinkError
+from react_ros.errors import OutputWriteError, SinkError
 
 MARKER = 'react_ros partial output'
 # The signals that mean "stop" and can be caught; each becomes an Interrupted.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _LOCK = re.compile(r'\.(?P<name>.+)\.(?P<token>[0-9a-f]{8})\.lock')
-_OUTPUT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG}
+_OUTPUT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.EIO}
 _Lock = tuple[int, str]  # the lock file's descriptor, the write's token
 
 
@@ -110,7 +110,7 @@ def staged(out: Path, *, overwrite: bool = False, ours: Callable[[Path], bool] |
         if out.parent.is_dir():
             remove_stale(out.parent, out.name)
     except OSError as exc:
-        raise SinkError(f'{out}: cannot be written ({exc.strerror})') from None
+        raise OutputWriteError(f'{out}: cannot be written ({exc.strerror})') from None
     check_replaceable(out, overwrite=overwrite, ours=ours, noun=noun)
     made: list[Path] = []
     lock: _Lock | None = None
@@ -123,7 +123,7 @@ def staged(out: Path, *, overwrite: bool = False, ours: Callable[[Path], bool] |
                 yield tmp
             except OSError as exc:
                 if exc.errno in _OUTPUT_ERRNOS:  # only writing fails like this, never reading
-                    raise SinkError(f'{out}: cannot be written ({exc.strerror})') from None
+                    raise OutputWriteError(f'{out}: cannot be written ({exc.strerror})') from None
                 raise
             with _held_back():
                 _commit(tmp, out, lock[1], overwrite, ours, noun)
@@ -204,7 +204,7 @@ def _prepare(out: Path) -> tuple[list[Path], _Lock]:
             # A failing writer next door (convert-all) may remove a parent it made just
             # before our lock is in it: make it again.
             if not isinstance(exc, FileNotFoundError) or attempt == 2:
-                raise SinkError(f'{out}: cannot create it ({exc.strerror})') from None
+                raise OutputWriteError(f'{out}: cannot create it ({exc.strerror})') from None
     raise AssertionError('not reached')
 
 
@@ -247,7 +247,7 @@ def _commit(tmp: Path, out: Path, token: str, overwrite: bool,
                 os.replace(old, out)
             raise
     except OSError as exc:
-        raise SinkError(f'{out}: cannot put it in place ({exc.strerror})') from None
+        raise OutputWriteError(f'{out}: cannot put it in place ({exc.strerror})') from None
     if old is not None:
         _remove(old)
 
