@@ -38,7 +38,7 @@ MARKER = 'react_ros partial output'
 # The signals that mean "stop" and can be caught; each becomes an Interrupted.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _LOCK = re.compile(r'\.(?P<name>.+)\.(?P<token>[0-9a-f]{8})\.lock')
-_OUTPUT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.EIO}
+_OUTPUT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG}
 _Lock = tuple[int, str]  # the lock file's descriptor, the write's token
 
 
