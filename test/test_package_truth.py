@@ -22,6 +22,7 @@ THIRD_PARTY = {
     'zstandard': ('python3-zstandard', 'zstandard'),
     'h5py': ('python3-h5py', 'h5py'),
     'PIL': ('python3-pil', 'pillow'),
+    'simplejpeg': ('python3-simplejpeg-pip', 'simplejpeg'),
 }
 # Optional extras a user may leave out: module -> (extra name, pip requirement); imported
 # only where used, installed by the .venv set-up from requirements/<extra>.txt.

@@ -4,6 +4,7 @@ Expectations come from the HDF5 files themselves (h5py, numpy, PyAV), never from
 """
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import subprocess
@@ -11,7 +12,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import av
 import h5py
 import numpy as np
 import pytest
@@ -86,10 +86,10 @@ def _frame(path: Path, key: str, i: int) -> np.ndarray:
 
 
 def _decode(jpeg: bytes) -> np.ndarray:
-    """A standard decoder, as PIL or ffmpeg decode it: RoboTwin's bytes come out R/B swapped."""
-    codec = av.CodecContext.create('mjpeg', 'r')
-    (frame,) = codec.decode(av.Packet(bytes(jpeg).rstrip(b'\0')))
-    return frame.to_ndarray(format='rgb24')
+    """A standard decoder (libjpeg's, through Pillow): RoboTwin's bytes come out R/B swapped."""
+    from PIL import Image
+    with Image.open(io.BytesIO(bytes(jpeg).rstrip(b'\0'))) as im:
+        return np.asarray(im.convert('RGB'))
 
 
 def _image(msg: Any, dtype: Any, channels: int) -> np.ndarray:

@@ -74,6 +74,32 @@ def _half_size(i: int, jpeg: bytes) -> bytes:
     return encode_jpeg(decode_jpeg(jpeg, Path('x'), 'x', (80, 60)), swap=False)
 
 
+def _scan_start(jpeg: bytes) -> int:
+    """Where the entropy-coded data of the (first) scan begins: after SOS and its header."""
+    sos = jpeg.index(b'\xff\xda')
+    return sos + 2 + int.from_bytes(jpeg[sos + 2:sos + 4], 'big')
+
+
+def _scan_zeroed(i: int, jpeg: bytes) -> bytes:
+    # 64 bytes of frame 4's scan zeroed: FFmpeg and Pillow decode it into a picture anyway.
+    if i != 4:
+        return jpeg
+    at = _scan_start(jpeg) + 40
+    return jpeg[:at] + bytes(64) + jpeg[at + 64:]
+
+
+def _scan_noise(i: int, jpeg: bytes) -> bytes:
+    if i != 4:
+        return jpeg
+    at = _scan_start(jpeg)
+    noise = np.random.default_rng(7).integers(0, 256, len(jpeg) - 2 - at, dtype=np.uint8)
+    return jpeg[:at] + noise.tobytes() + jpeg[-2:]
+
+
+def _one_small(i: int, jpeg: bytes) -> bytes:
+    return _half_size(i, jpeg) if i == 5 else jpeg
+
+
 def _unswapped(i: int, jpeg: bytes) -> bytes:
     # A release without the documented defect: the JPEG holds the true colours.
     return encode_jpeg(decode_jpeg(jpeg, Path('x'), 'x'), swap=True)
@@ -128,6 +154,13 @@ REFUSED = [
             (*ID, '--image-scale', '200')),
     Refused('a JPEG that does not decode', _h5(EP0, _jpegs(_garbage_frame)), EP0,
             ('rgb frame 3', 'JPEG'), ID),
+    # A damaged scan shows only when the frame decodes: convert refuses, info need not.
+    Refused('a JPEG whose scan has 64 bytes zeroed', _h5(EP0, _jpegs(_scan_zeroed)), EP0,
+            ('rgb frame 4', 'does not decode cleanly'), ID, commands=('convert',)),
+    Refused('a JPEG whose scan is noise', _h5(EP0, _jpegs(_scan_noise)), EP0,
+            ('rgb frame 4', 'JPEG'), ID, commands=('convert',)),
+    Refused('one JPEG of another size among the frames', _h5(EP0, _jpegs(_one_small)), EP0,
+            ('rgb frame 5 is 80x60', '160x120'), ID),
     Refused('_extra with another T', _h5(EXTRA0, _replace('entities/pose', lambda d: d[:-3])),
             EXTRA0, ('entities/pose', 'not of this episode'), ID),
     Refused('non-unit endpose quaternion', _h5(EP0, _scale_quaternion(

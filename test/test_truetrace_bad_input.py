@@ -91,6 +91,57 @@ def _replace_dataset(name: str, value):
     return edit
 
 
+def _embedded_cam0(damage):
+    """cam0 as the export's embedded JPEGs (its mp4 gone), frame i passed through `damage`."""
+    def breaker(root: Path) -> None:
+        import io
+
+        from PIL import Image
+        frames = []
+        for i, img in enumerate(decode_rgb(root / EP / 'cam0.mp4')):
+            buf = io.BytesIO()
+            Image.fromarray(img).save(buf, 'JPEG', quality=95)
+            frames.append(np.frombuffer(damage(i, buf.getvalue()), dtype=np.uint8))
+        with h5py.File(root / EXPORT, 'r+') as f:
+            ds = f.create_dataset('frames/cam0', (len(frames),), dtype=h5py.vlen_dtype(np.uint8))
+            for i, data in enumerate(frames):
+                ds[i] = data
+            f['video/cam0'].attrs['file'] = 'gone/cam0.mp4'
+    return breaker
+
+
+def _scan_start(jpeg: bytes) -> int:
+    sos = jpeg.index(b'\xff\xda')
+    return sos + 2 + int.from_bytes(jpeg[sos + 2:sos + 4], 'big')
+
+
+def _scan_noise(i: int, jpeg: bytes) -> bytes:
+    if i != 3:
+        return jpeg
+    at = _scan_start(jpeg)
+    noise = np.random.default_rng(3).integers(0, 256, len(jpeg) - 2 - at, dtype=np.uint8)
+    return jpeg[:at] + noise.tobytes() + jpeg[-2:]
+
+
+def _scan_zeroed(i: int, jpeg: bytes) -> bytes:
+    if i != 3:
+        return jpeg
+    at = _scan_start(jpeg) + 40
+    return jpeg[:at] + bytes(64) + jpeg[at + 64:]
+
+
+def _half_size(i: int, jpeg: bytes) -> bytes:
+    if i != 3:
+        return jpeg
+    import io
+
+    from PIL import Image
+    with Image.open(io.BytesIO(jpeg)) as im:
+        buf = io.BytesIO()
+        im.resize((im.width // 2, im.height // 2)).save(buf, 'JPEG', quality=95)
+    return buf.getvalue()
+
+
 def _shift_times_from(frame: int, seconds: float):
     def edit(i: int, line: str) -> str:
         if i < frame:
@@ -178,6 +229,15 @@ CASES = [
             'export/nowhere/cam1.mp4', ('missing',), target=EXPORT),
     Refused('episode_given_for_the_export', None, EXPORT, ('--episode', 'one episode'),
             args=('--episode', '0'), target=EXPORT),
+    # An embedded frame that does not decode cleanly shows only when decoded: convert refuses.
+    Refused('export_jpeg_scan_is_noise', _embedded_cam0(_scan_noise), EXPORT,
+            ('/frames/cam0[3]', 'JPEG'), target=EXPORT, commands=('convert',),
+            warned=('embedded /frames/cam0',)),
+    Refused('export_jpeg_scan_zeroed', _embedded_cam0(_scan_zeroed), EXPORT,
+            ('/frames/cam0[3]', 'does not decode cleanly'), target=EXPORT,
+            commands=('convert',), warned=('embedded /frames/cam0',)),
+    Refused('export_jpeg_of_half_size', _embedded_cam0(_half_size), EXPORT,
+            ('/frames/cam0[3] is 96x54', '192x108'), target=EXPORT),
     Refused('verify_export_without_manifest', lambda r: (r / 'MANIFEST.sha256').unlink(),
             EXPORT, ('--verify', 'no MANIFEST.sha256'), args=('--verify',), target=EXPORT),
 ]

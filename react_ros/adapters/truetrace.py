@@ -45,6 +45,7 @@ from react_ros.formats.truetrace_files import (
     ImuSamples,
     chunks,
     decode_jpeg_frames,
+    jpeg_frame_sizes,
     parse_refined,
     read_calibration,
     read_h5_export,
@@ -290,9 +291,15 @@ class TrueTraceAdapter:
         first = next(decode_jpeg_frames(self.path, cam), None)
         if first is None:
             raise DatasetFormatError(self.path, f'/frames/{cam} holds no frames')
+        size = int(first.shape[1]), int(first.shape[0])
+        for i, other in enumerate(jpeg_frame_sizes(self.path, cam)):
+            if other != size:  # its CameraInfo would not fit it
+                raise DatasetFormatError(self.path, f'/frames/{cam}[{i}] is {other[0]}x'
+                                         f'{other[1]} but /frames/{cam}[0] is {size[0]}x'
+                                         f'{size[1]}: one camera, one size')
         self.warnings.append(f'{self.path.name}: {src.videos[cam].name} is not there; '
                              f'{cam} from the embedded /frames/{cam} JPEGs')
-        return _JpegFrames(self.path, cam, src.jpeg_frames[cam], first.shape[1], first.shape[0])
+        return _JpegFrames(self.path, cam, src.jpeg_frames[cam], *size)
 
     def _check_pts(self, src: _Source) -> None:
         """Each frame's t_s must be where cam0.mp4 presents that frame."""
@@ -436,7 +443,8 @@ class TrueTraceAdapter:
         size = video.scaled_size(src.width, src.height, scale)
 
         def images() -> Iterator[tuple[int, Any]]:
-            for n, img in enumerate(decode_jpeg_frames(src.path, src.cam, scale)):
+            for n, img in enumerate(decode_jpeg_frames(src.path, src.cam, scale,
+                                                         (src.width, src.height))):
                 yield int(t_ns[n]), rgb_image(img, int(t_ns[n]), frame_id)
 
         def infos() -> Iterator[tuple[int, Any]]:

@@ -560,31 +560,37 @@ def _read_h5(f: Any, path: Path) -> H5Export:
     return H5Export(path, calib, videos, jpeg, hands, imu, segments, meta)
 
 
-def decode_jpeg_frames(path: Path, cam: str, scale: float = 1.0) -> Iterator[np.ndarray]:
-    """HxWx3 uint8 RGB frames of the export's /frames/<cam> (one JPEG per frame), lazily."""
-    import av
+def jpeg_frame_sizes(path: Path, cam: str) -> Iterator[tuple[int, int]]:
+    """(width, height) of every JPEG of the export's /frames/<cam>, from headers only."""
     import h5py
 
+    from react_ros.formats import jpeg
+    with h5py.File(path, 'r') as f:
+        ds = f[f'frames/{cam}']
+        for i in range(ds.shape[0]):
+            yield jpeg.jpeg_size(np.asarray(ds[i], dtype=np.uint8).tobytes(), path,
+                                 f'/frames/{cam}[{i}]')
+
+
+def decode_jpeg_frames(path: Path, cam: str, scale: float = 1.0,
+                       expected: tuple[int, int] | None = None) -> Iterator[np.ndarray]:
+    """HxWx3 uint8 RGB frames of the export's /frames/<cam> (one JPEG per frame), lazily.
+
+    Strictly (formats/jpeg.py): a frame that does not decode cleanly, or whose size is
+    not `expected` (width, height; the camera's), is refused naming it.
+    """
+    import h5py
+
+    from react_ros.formats import jpeg
     from react_ros.formats.video import scaled_size
     with h5py.File(path, 'r') as f:
         ds = f[f'frames/{cam}']
         for i in range(ds.shape[0]):
             data = np.asarray(ds[i], dtype=np.uint8).tobytes()
-            codec = av.CodecContext.create('mjpeg', 'r')
-            try:
-                frames = codec.decode(av.Packet(data))
-            except (av.FFmpegError, ValueError) as exc:
-                raise DatasetFormatError(path, f'/frames/{cam}[{i}] is not a JPEG '
-                                         f'({exc})') from None
-            if not frames:
-                raise DatasetFormatError(path, f'/frames/{cam}[{i}] is not a JPEG')
-            frame = frames[0]
-            size = scaled_size(frame.width, frame.height, scale)
-            if size == (frame.width, frame.height):
-                yield frame.to_ndarray(format='rgb24')
-            else:
-                yield frame.to_ndarray(width=size[0], height=size[1], format='rgb24',
-                                       interpolation='AREA')
+            image = jpeg.decode(data, path, f'/frames/{cam}[{i}]', expected=expected)
+            size = scaled_size(image.shape[1], image.shape[0], scale)
+            yield image if size == (image.shape[1], image.shape[0]) else \
+                jpeg.resize_area(image, size)
 
 
 def chunks(n: int, size: int = 256) -> Iterator[tuple[int, int]]:
@@ -607,6 +613,7 @@ __all__ = [
     'check_segments',
     'chunks',
     'decode_jpeg_frames',
+    'jpeg_frame_sizes',
     'parse_calibration',
     'parse_refined',
     'read_calibration',
