@@ -197,6 +197,9 @@ REFUSED = [
     Refused('camera info unknown distortion', _cam('distortion_model', 'fisheye9'), CAM,
             ("'distortion_model'", 'fisheye9')),
     Refused('camera info without k', _cam_drop('k'), CAM, ("'k'", 'missing')),
+    Refused('camera info 100000x100000 for a 320x200 video',
+            _yaml_edit(CAM, lambda d: d.update(width=100000, height=100000)), CAM,
+            ('100000x100000', MP4.format('left'), '320x200', 'aspect ratio')),
     # annotation and flag times
     Refused('annotations not yaml', _write(ANNOTATIONS, b'annotations: [\n'), ANNOTATIONS,
             ('YAML',)),
@@ -245,8 +248,30 @@ def _skew_quaternion(ep: Path) -> None:
     rewrite_mcap(ep / MCAP, skew)
 
 
+def _calibrated_at_twice(d: dict[str, Any]) -> None:
+    d.update(width=d['width'] * 2, height=d['height'] * 2,
+             k=[v * 2 if i in (0, 2, 4, 5) else v for i, v in enumerate(d['k'])],
+             p=[v * 2 if i in (0, 2, 5, 6) else v for i, v in enumerate(d['p'])])
+
+
+def _left_info_fits_the_video(bag: Path) -> None:
+    """CameraInfo says the video's size, with K and P at the video's scale."""
+    from rosbags.highlevel import AnyReader
+    with AnyReader([bag]) as reader:
+        conns = [c for c in reader.connections if c.topic == '/left/camera_info']
+        _, _, raw = next(reader.messages(connections=conns))
+        info = reader.deserialize(raw, conns[0].msgtype)
+    assert (info.width, info.height) == (320, 200)
+    # the sample's calibration puts the principal point near the centre (samples/umi.py)
+    assert abs(info.k[2] - 160) < 1 and abs(info.k[5] - 100) < 1, info.k
+    assert abs(info.p[2] - 160) < 1 and abs(info.p[6] - 100) < 1, info.p
+
+
 ACCEPTED = [
     Accepted('non-unit quaternion rows', _skew_quaternion, ('quaternion', '2')),
+    Accepted('camera info calibrated at twice the video size',
+             _yaml_edit(CAM, _calibrated_at_twice), ('640x400', '320x200', 'scaled by 0.5'),
+             check=_left_info_fits_the_video),
 ]
 
 

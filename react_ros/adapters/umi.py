@@ -215,7 +215,29 @@ class UmiAdapter:
                                  f'{len(stamps)} frame pointers on {topic}')
         self._compare_pointer(topic, info)
         meta = read_camera_info(self.root / CAMERA_INFO.format(cam))
+        self._check_calibrated_size(self.root / CAMERA_INFO.format(cam), meta, info)
         return _Camera(cam, info, stamps, meta)
+
+    def _check_calibrated_size(self, path: Path, meta: dict[str, Any],
+                               info: video.VideoInfo) -> None:
+        """A calibration of another size than its video: rescaled when that is a clean scale.
+
+        CameraInfo says the video's size (every Image must fit it), and K and P follow
+        the pixels (ros/camera_info.py). That is only right when both axes scale alike;
+        another aspect ratio means the calibration is of another image: refused.
+        """
+        w, h = int(meta['width']), int(meta['height'])
+        if (w, h) == (info.width, info.height):
+            return
+        sx, sy = info.width / w, info.height / h
+        # a clean scale up to one pixel's rounding of the smaller side
+        if abs(sx - sy) > max(sx, sy) / min(info.width, info.height):
+            raise DatasetFormatError(path, f'calibrated at {w}x{h}, but {info.path} is '
+                                     f'{info.width}x{info.height}: another aspect ratio, so K '
+                                     'cannot be rescaled to the video')
+        self.warnings.append(f'{path.name}: calibrated at {w}x{h}, {info.path.name} is '
+                             f'{info.width}x{info.height}: K and P scaled by {sx:.6g} to the '
+                             'video')
 
     def _compare_pointer(self, topic: str, info: video.VideoInfo) -> None:
         """Warn where the pointers describe another file or size than the video's."""
