@@ -37,6 +37,11 @@ SIDES = ('left', 'right')
 EPISODE_NAME = re.compile(r'^episode(\d+)\.hdf5$')
 ALIGNED_COUNT, ALIGNED_STEP = 33, 4
 ENTITY_KINDS = ('rigid', 'static', 'link', 'render_only')
+# What a file may declare before react_ros allocates for it: HDF5 stores a dataset of
+# fill values in a few bytes, so a 200 kB file can declare terabytes. RoboTwin scenes
+# hold tens of entities; small datasets read whole are poses and joints (kB to MB).
+MAX_ENTITIES = 10_000
+MAX_WHOLE_READ_BYTES = 512 << 20
 # GL camera axes (x right, y up, z backwards) -> OpenCV (x right, y down, z forward).
 GL_TO_CV = np.diag([1.0, -1.0, -1.0, 1.0])
 
@@ -102,6 +107,11 @@ def _numeric(f: h5py.File, key: str, path: Path, shape: tuple[int | None, ...],
         raise DatasetFormatError(path, f'dataset {key} has shape {ds.shape}, expected '
                                  f'({spell}) with T = {t}' if t is not None else
                                  f'dataset {key} has shape {ds.shape}, expected ({spell})')
+    declared = int(np.prod(ds.shape, dtype=np.float64)) * 8  # read as float64
+    if declared > MAX_WHOLE_READ_BYTES:
+        raise DatasetFormatError(path, f'dataset {key} declares shape {ds.shape} '
+                                 f'({declared / 1e9:.3g} GB as numbers); more than an episode '
+                                 'can hold')
     value = _read(ds, key, path).astype(np.float64)
     if finite and not np.all(np.isfinite(value)):
         row = int(np.argwhere(~np.isfinite(value.reshape(len(value), -1)))[0][0])
@@ -330,6 +340,10 @@ def read_extra(path: Path, t: int, size: tuple[int, int]) -> ExtraFile:
         if ids.ndim != 1 or ids.dtype.kind not in 'ui':
             raise DatasetFormatError(path, f'dataset entities/entity_id has shape {ids.shape} '
                                      f'and type {ids.dtype}, expected (N,) integers')
+        if ids.shape[0] > MAX_ENTITIES:
+            raise DatasetFormatError(path, f'dataset entities/entity_id declares '
+                                     f'{ids.shape[0]} entities; more than a scene holds '
+                                     f'(react_ros reads at most {MAX_ENTITIES})')
         entity_id = _read(ids, 'entities/entity_id', path).astype(np.int64)
         n = len(entity_id)
         pose_ds = _dataset(f, 'entities/pose', path)

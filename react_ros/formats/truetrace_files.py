@@ -496,6 +496,28 @@ def read_h5_export(path: Path) -> H5Export:
             raise DatasetFormatError(path, f'HDF5 export is damaged ({exc})') from None
 
 
+# HDF5 stores a dataset of fill values in a few bytes, so an export can declare more
+# frames or samples than exist; what is declared is checked before it is allocated.
+MAX_IMU_HZ = 10_000
+
+
+def _check_frame_count(f: Any, path: Path, n: int) -> None:
+    """/time/t_s's N against the frames there are: cam0's video, or its embedded JPEGs."""
+    from react_ros.formats import video
+    node = f.get('video/cam0')
+    mp4 = (path.parent / _attr_text(node.attrs['file'])).resolve() \
+        if node is not None and 'file' in node.attrs else None
+    if mp4 is not None and mp4.is_file():
+        frames, source = video.probe(mp4).frame_count, str(mp4)
+    elif 'frames/cam0' in f:
+        frames, source = int(f['frames/cam0'].shape[0]), '/frames/cam0'
+    else:
+        return  # no frames to count here: the missing video is refused where it is opened
+    if n != frames:
+        raise DatasetFormatError(path, f'/time/t_s declares {n} frames but {source} holds '
+                                 f'{frames}')
+
+
 def _read_h5(f: Any, path: Path) -> H5Export:
     for name in H5_REQUIRED:
         if name not in f:
@@ -504,10 +526,12 @@ def _read_h5(f: Any, path: Path) -> H5Export:
         raise DatasetFormatError(path, "/calibration has no attribute 'json'")
     calib = parse_calibration(_attr_text(f['calibration'].attrs['json']), path,
                               '/calibration attribute json: ')
+    declared = f['time/t_s'].shape
+    if len(declared) != 1 or not declared[0]:
+        raise DatasetFormatError(path, '/time/t_s must be a non-empty 1-D array')
+    _check_frame_count(f, path, int(declared[0]))
     t_s = np.asarray(f['time/t_s'][()], dtype=np.float64)
     n = len(t_s)
-    if t_s.ndim != 1 or not n:
-        raise DatasetFormatError(path, '/time/t_s must be a non-empty 1-D array')
     if not np.all(np.isfinite(t_s)):
         raise DatasetFormatError(path, '/time/t_s holds NaN or infinite times')
     shapes = {'hands/keypoints_3d_m': (n, 2, JOINTS, 3), 'hands/keypoints_2d_px': (n, 2, JOINTS, 2),
@@ -518,10 +542,16 @@ def _read_h5(f: Any, path: Path) -> H5Export:
                                      f'{shape} (N = {n} frames of /time/t_s)')
     check_increasing(t_s, path, '/time/t_s')
     present = np.asarray(f['hands/present'][()], dtype=bool)
+    declared = f['imu/t_s'].shape
+    if len(declared) != 1 or not declared[0]:
+        raise DatasetFormatError(path, '/imu/t_s must be a non-empty 1-D array')
+    most = int((t_s[-1] - t_s[0] + 10.0) * MAX_IMU_HZ)
+    if declared[0] > most:
+        raise DatasetFormatError(path, f'/imu/t_s declares {declared[0]} samples for a clip of '
+                                 f'{t_s[-1] - t_s[0]:.3g} s: more than {MAX_IMU_HZ} Hz could '
+                                 'record')
     imu_t = np.asarray(f['imu/t_s'][()], dtype=np.float64)
     m = len(imu_t)
-    if not m or imu_t.ndim != 1:
-        raise DatasetFormatError(path, '/imu/t_s must be a non-empty 1-D array')
     for name, shape in {'imu/frame_index': (m,), 'imu/accel': (m, 3), 'imu/gyro': (m, 3)}.items():
         if f[name].shape != shape:
             raise DatasetFormatError(path, f'/{name} has shape {f[name].shape}, expected '
