@@ -91,6 +91,12 @@ def _mesh_deleted(root: Path) -> None:
     (root / 'objects' / 'BigBox' / 'bigbox.ply').unlink()
 
 
+def _mesh_symlink_loop(root: Path) -> None:
+    mesh = root / 'objects' / 'BigBox' / 'bigbox.ply'
+    mesh.unlink()
+    mesh.symlink_to('bigbox.ply')  # itself
+
+
 def _objects_deleted(root: Path) -> None:
     (root / NPZ).unlink()
 
@@ -132,6 +138,8 @@ REFUSED = [
             NPZ, ('BigBox0', 'objects/BigBox/nope.ply', 'does not exist')),
     Refused('mesh file deleted', _mesh_deleted, NPZ, ('objects/BigBox/bigbox.ply',
                                                       'does not exist')),
+    Refused('mesh file a symlink loop', _mesh_symlink_loop, NPZ, ('objects/BigBox/bigbox.ply',
+                                                                  'symlink loop')),
     Refused('t repeats', _item('t', 50, 49 / 120.0), NPZ, ("'t' does not increase",
                                                           'frame 50')),
     Refused('t goes back', _item('t', 100, 0.5), NPZ, ("'t' does not increase",)),

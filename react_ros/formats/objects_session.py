@@ -9,6 +9,7 @@ The vendor exports `raw/mocap/*.{csv,trc}` (millimetres, Y-up) are never read.
 """
 from __future__ import annotations
 
+import errno
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -212,7 +213,13 @@ def _mesh_path(release: Path, mesh: str, npz_path: Path, name: str) -> Path:
     if rel.is_absolute() or '..' in rel.parts:
         raise DatasetFormatError(npz_path, f"key 'mesh': instance {name}: {mesh!r} must be a "
                                  'path from the release root')
-    path = (release / rel).resolve()
+    try:
+        path = (release / rel).resolve()
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python < 3.13)
+        why = 'a symlink loop' if isinstance(exc, RuntimeError) or \
+            getattr(exc, 'errno', None) == errno.ELOOP else exc.strerror or str(exc)
+        raise DatasetFormatError(npz_path, f"key 'mesh': instance {name}: {mesh} cannot be "
+                                 f'opened ({why})') from None
     if not path.is_file():
         raise DatasetFormatError(npz_path, f"key 'mesh': instance {name}: {mesh} does not "
                                  f'exist under the release root {release}')

@@ -26,16 +26,25 @@ def to_ns(t: Any) -> int:
 @lru_cache(maxsize=None)
 def message_class(msg_type: str) -> type:
     pkg, kind, name = _split(msg_type)
-    return getattr(importlib.import_module(f'{pkg}.{kind}'), name)
+    cls = getattr(importlib.import_module(f'{pkg}.{kind}'), name)
+    if not isinstance(cls, type) or not hasattr(cls, 'get_fields_and_field_types'):
+        raise AttributeError(f'{msg_type} is not a ROS message class')
+    return cls
+
+
+_NAME = re.compile(r'[A-Za-z][A-Za-z0-9_]*')
 
 
 def _split(msg_type: str) -> tuple[str, str, str]:
+    """('pkg', 'msg', 'Type'); ValueError for anything else ('/msg/String' would be a
+    relative import, 'os/msg/path' is not a message: names are checked, not trusted)."""
     parts = msg_type.split('/')
     if len(parts) == 2:
-        return parts[0], 'msg', parts[1]
-    if len(parts) == 3:
-        return parts[0], parts[1], parts[2]
-    raise ValueError(f'not a ROS type name: {msg_type!r}')
+        parts = [parts[0], 'msg', parts[1]]
+    if len(parts) != 3 or parts[1] not in ('msg', 'srv', 'action') or \
+            not all(_NAME.fullmatch(p) for p in parts):
+        raise ValueError(f'not a ROS type name: {msg_type!r}')
+    return parts[0], parts[1], parts[2]
 
 
 def _share_dirs() -> list[Path]:
