@@ -259,7 +259,28 @@ def _left_hand_not_at_frame_7(bag: Path) -> None:
     assert len(stamps) == 50  # 51 left hands in the sample
 
 
+def _quaternion_wxyz_without_refined(doc: dict) -> None:
+    # The documented x, y, z, w stored as w, x, y, z, and no refined values to fall back on.
+    doc.pop('refined_stereo_extrinsics')
+    q = doc['extrinsics']['cam0->cam1']['q']
+    doc['extrinsics']['cam0->cam1']['q'] = [q[3], q[0], q[1], q[2]]
+
+
+def _accel_and_gyro_swapped(i: int, line: str) -> str:
+    if i == 0:
+        return line  # the documented header stays: the values are under the wrong names
+    v = line.split(',')
+    return ','.join(v[:2] + v[5:8] + v[2:5])
+
+
 ACCEPTED = [
+    Accepted('calibration_quaternion_wxyz',
+             lambda r: (_calib(_quaternion_wxyz_without_refined)(r),
+                        (r / 'qc' / 'refined_extrinsics.json').unlink(missing_ok=True)),
+             ('calibration.json', 'conformance check failed', 'turned 179',
+              'as w, x, y, z turns cam1 0.')),
+    Accepted('imu_accel_and_gyro_swapped', _imu_csv(_accel_and_gyro_swapped),
+             ('imu.csv', 'conformance check failed', '|accel|')),
     Accepted('hand_with_nan_keypoints_dropped',
              _hands_line(7, lambda d: d['hands'][0]['keypoints_3d_cam0_m'][3].__setitem__(
                  0, float('nan'))),

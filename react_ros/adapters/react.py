@@ -107,6 +107,11 @@ class ReactAdapter:
         self._annotation_items = self._annotations(table.n)
         report = conformance_report(rel.table, rel.poses, rel.cameras, rel.gels, rel.poses_up,
                                     table.has_world_frame)
+        # What info reports as FAIL, convert and play say too: every check reads the table.
+        for line in report:
+            if line.startswith('FAIL '):
+                text = ' '.join(line[5:].split())
+                self.warnings.append(f'{table.path}: conformance check failed: {text}')
         t0, t1 = int(t_ns[self.rows[0]]), int(t_ns[self.rows[-1]])
         return Episode(kind=self.kind, path=self.root, start_ns=t0, end_ns=t1,
                        streams=self._streams(), warnings=self.warnings, report=report,

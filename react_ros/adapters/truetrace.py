@@ -18,6 +18,7 @@ counted, one warning per hand).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Iterator
@@ -399,7 +400,14 @@ class TrueTraceAdapter:
                                          calib.imu_offset_s, src.source_offset)
             join = (src.source_offset, good, wrong)
         self.conformance = result
-        self.report += conformance_lines(calib, ext, result, norm, join)
+        failures: list[tuple[str, str]] = []
+        self.report += conformance_lines(calib, ext, result, norm, join, failures)
+        # What info reports as FAIL is said by convert and play too, naming the file.
+        files = {'calibration': f'{calib.path}' + (f' ({calib.where.rstrip(": ")})'
+                                                   if calib.where else ''),
+                 'hands': str(src.hands.path), 'imu': str(src.imu.path)}
+        for source, text in failures:
+            self.warnings.append(f'{files[source]}: conformance check failed: {text}')
 
     # -- streams --------------------------------------------------------------------------
     def _streams(self) -> list[Stream]:
@@ -582,7 +590,9 @@ def find_episodes(root: Path) -> list[EpisodeRef] | None:
     other copies of these episodes and are not listed. Sources: the episode
     folder's five files and its annotations/<episode>_segments.jsonl, and the
     package's shared qc/refined_extrinsics.json, qc/metrics.json and
-    MANIFEST.sha256 (what --verify reads), those that exist.
+    MANIFEST.sha256, those that exist. Verified (what --verify reads besides):
+    every file MANIFEST.sha256 lists that exists, other episodes' included, so a
+    refusal naming one of them is tried again once it is repaired.
     """
     root = Path(root)
     try:
@@ -603,7 +613,30 @@ def _ref(folder: Path, episode_id: str, package: Path | None) -> EpisodeRef:
             files.append(package / 'annotations' / f'{folder.name}_segments.jsonl')
         files += [package / 'qc' / 'refined_extrinsics.json', package / 'qc' / 'metrics.json',
                   package / 'MANIFEST.sha256']
-    return EpisodeRef(id=episode_id, path=folder, sources=tuple(p for p in files if p.is_file()))
+    sources = tuple(p for p in files if p.is_file())
+    verified = _manifest_files(package) if package is not None else ()
+    return EpisodeRef(id=episode_id, path=folder, sources=sources,
+                      verified=tuple(p for p in verified if p not in sources))
+
+
+def _manifest_files(package: Path) -> tuple[Path, ...]:
+    """The files MANIFEST.sha256 lists that exist (verify_manifest's lines); () without one.
+
+    A manifest that cannot be read or parsed gives what it could: it is a source
+    itself, and --verify refuses it by name.
+    """
+    try:
+        text = (package / 'MANIFEST.sha256').read_text(encoding='utf-8')
+    except (OSError, UnicodeDecodeError):
+        return ()
+    found = []
+    for line in text.splitlines():
+        m = re.match(r'^[0-9a-fA-F]{64} [ *](.+)$', line)
+        rel = Path(m.group(1).strip()) if m else None
+        if rel is not None and not rel.is_absolute() and '..' not in rel.parts \
+                and (package / rel).is_file():
+            found.append(package / rel)
+    return tuple(sorted(set(found)))
 
 
 KIND = DatasetKind(

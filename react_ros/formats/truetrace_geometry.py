@@ -163,18 +163,30 @@ def imu_frame_join(frame_t_s: np.ndarray, imu_t_s: np.ndarray, frame_index: np.n
     return float(as_source.mean()), float(as_clip.mean())
 
 
+# A stereo pair looks one way: cam1 turned further than this from cam0 is a rotation
+# read wrongly (a w, x, y, z quaternion taken for x, y, z, w turns it about 180 degrees).
+STEREO_MAX_DEG = 20.0
+
+
 def conformance_lines(calib: Calibration, ext: Extrinsics, rep: Reprojection | None,
                       accel_norm: float | None,
-                      imu_join: tuple[int, float, float] | None = None) -> list[str]:
-    """The lines `info` prints: each check, and what its classic mistake reads."""
+                      imu_join: tuple[int, float, float] | None = None,
+                      failures: list[tuple[str, str]] | None = None) -> list[str]:
+    """The lines `info` prints: each check, and what its classic mistake reads.
+
+    `failures` gets (file, check) for each failed check, the file one of 'calibration',
+    'hands', 'imu': what convert and play warn about.
+    """
     lines: list[str] = []
     ok = True
 
-    def line(good: bool, text: str, would: str = '') -> None:
+    def line(good: bool, text: str, would: str = '', source: str = 'calibration') -> None:
         nonlocal ok
         ok = ok and good
         lines.append(f'{"ok  " if good else "FAIL"} {text}'
                      + (f'\n       would read: {would}' if would else ''))
+        if not good and failures is not None:
+            failures.append((source, text + (f' (would read: {would})' if would else '')))
 
     if rep is None or rep.joints == 0:
         lines.append('--   no kept hand to project: reprojection not checked')
@@ -185,7 +197,7 @@ def conformance_lines(calib: Calibration, ext: Extrinsics, rep: Reprojection | N
              f'of {rep.joints} joints within their stated reprojection error '
              f'(median {rep.stated_median_px:.2f} px) + {TOLERANCE_PX:g} px',
              f'the same D as plumb_bob median {rep.plumb_bob_median_px:.1f} px; '
-             f'no distortion median {rep.pinhole_median_px:.1f} px')
+             f'no distortion median {rep.pinhole_median_px:.1f} px', 'hands')
     x = float(ext.cam1.t[0]) * 1000.0
     base = np.linalg.norm(ext.cam1.t) * 1000.0
     baseline = calib.baseline_mm
@@ -206,15 +218,25 @@ def conformance_lines(calib: Calibration, ext: Extrinsics, rep: Reprojection | N
          f'cam1 from {what} sits at x = {x:+.1f} mm of cam0 (baseline {base:.2f} mm'
          + (f', baseline_mm {baseline:g}' if baseline is not None else '')
          + f'), right of the left camera{apart}', would)
+    turn = float(np.degrees(Rotation.from_matrix(ext.cam1.r).magnitude()))
+    would = ''
+    if ext.source == 'factory':
+        q = np.asarray(calib.factory['cam0->cam1'][1], dtype=float)
+        as_wxyz = float(np.degrees(Rotation.from_quat(np.roll(q, -1) / np.linalg.norm(q))
+                                   .magnitude()))
+        would = f'the quaternion as w, x, y, z turns cam1 {as_wxyz:.1f} deg'
+    line(turn <= STEREO_MAX_DEG, f'cam1 looks the way cam0 does: turned {turn:.1f} deg from '
+         f'it (a stereo pair: at most {STEREO_MAX_DEG:g} deg; quaternions are x, y, z, w)',
+         would)
     if imu_join is not None:
         offset, good, wrong = imu_join
         line(good >= 0.99, f'imu.csv frame_index is source numbering: {100 * good:.1f} % of '
              f'rows name the clip frame of their cam0-clock time + {offset} (within a frame)',
-             f'frame_index as clip numbering: {100 * wrong:.1f} % of rows')
+             f'frame_index as clip numbering: {100 * wrong:.1f} % of rows', 'imu')
     if accel_norm is not None:
         line(6.0 <= accel_norm <= 14.0,
              f'median |accel| {accel_norm:.2f} m/s^2: gravity included, in m/s^2 as '
-             'documented (in g it would be about 1)')
+             'documented (in g it would be about 1)', source='imu')
     return [f'conformance: {"PASS" if ok else "FAIL"}', *lines]
 
 
