@@ -88,8 +88,11 @@ class McapBag:
     def channel(self, topic: str) -> ChannelInfo | None:
         return next((c for c in self._channels if c.topic == topic), None)
 
-    def messages(self, topics: Iterable[str] | None = None) -> Iterator[RawMessage]:
+    def messages(self, topics: Iterable[str] | None = None,
+                 start_ns: int | None = None) -> Iterator[RawMessage]:
         """Messages in log-time order (ties in file order), chunk CRCs checked.
+
+        `start_ns`: only those logged then or later, skipping the chunks before it.
 
         The mcap package orders messages through a heap of Python objects,
         which dominated opening an episode; here each run of chunks whose time
@@ -105,10 +108,14 @@ class McapBag:
                 ids = {cid for cid, ch in summary.channels.items()
                        if wanted is None or ch.topic in wanted}
                 if not summary.chunk_indexes:  # unchunked file: mcap's linear reader
-                    yield from self._unindexed(reader, wanted)
+                    yield from (m for m in self._unindexed(reader, wanted)
+                                if start_ns is None or m.log_time_ns >= start_ns)
                     return
-                for run in _overlapping_runs(summary.chunk_indexes, ids):
-                    yield from self._run(f, summary, run, ids)
+                indexes = summary.chunk_indexes if start_ns is None else \
+                    [ci for ci in summary.chunk_indexes if ci.message_end_time >= start_ns]
+                for run in _overlapping_runs(indexes, ids):
+                    yield from (m for m in self._run(f, summary, run, ids)
+                                if start_ns is None or m.log_time_ns >= start_ns)
         except FileNotFoundError:
             raise DatasetFormatError(self.path, 'file is missing') from None
         except _PARSE_ERRORS as exc:

@@ -1,0 +1,147 @@
+"""`react-ros info BAG`: what `ros2 bag info` prints, and what a user checks next.
+
+Per topic besides type, count and serialisation: the median rate from log-time
+intervals (a 10 Hz stream with one gap still reads 10 Hz), the offered QoS, the
+frame_id of its first message, and an image's size and encoding; then the TF tree
+that /tf and /tf_static build. Reading the rates and the tree reads the whole bag
+once (MCAP keeps no per-topic times in its summary).
+"""
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from react_ros.formats.rosbag2 import Rosbag2, Topic
+from react_ros.ros.msgs import message_class
+
+TF_TOPICS = ('/tf', '/tf_static')
+TF_TYPE = 'tf2_msgs/msg/TFMessage'
+
+
+def bag_facts(path: Path | str) -> dict[str, Any]:
+    """Everything `info` prints about the bag, as plain data."""
+    bag = Rosbag2(path)
+    times: dict[str, list[int]] = defaultdict(list)
+    first: dict[str, bytes] = {}
+    edges: dict[str, tuple[str, bool]] = {}  # child -> (parent, static)
+    for m in bag.messages():
+        times[m.topic].append(m.log_time_ns)
+        first.setdefault(m.topic, m.data)
+        if m.topic in TF_TOPICS and m.schema_name == TF_TYPE:
+            for parent, child in _tf_edges(m.data):
+                edges[child] = (parent, m.topic == '/tf_static')
+    topics = [_topic_facts(t, times.get(t.name, []), first.get(t.name)) for t in bag.topics]
+    return {'path': str(bag.path), 'files': [f.name for f in bag.files],
+            'version': bag.version, 'size_bytes': bag.size_bytes,
+            'start_ns': bag.start_ns, 'end_ns': bag.end_ns,
+            'duration_s': bag.duration_ns / 1e9, 'messages': bag.message_count,
+            'topics': topics, 'tf_edges': {c: p for c, (p, _) in edges.items()},
+            'tf_static': sorted(c for c, (_, s) in edges.items() if s)}
+
+
+def _topic_facts(topic: Topic, stamps: list[int], data: bytes | None) -> dict[str, Any]:
+    facts: dict[str, Any] = {'name': topic.name, 'type': topic.type, 'count': topic.count,
+                             'serialization': topic.serialization_format,
+                             'qos': topic.qos_summary(), 'latched': topic.latched,
+                             'rate_hz': _median_rate(stamps), 'frame_id': None}
+    if data is not None and topic.serialization_format == 'cdr':
+        msg = _deserialize(data, topic.type)
+        header = getattr(msg, 'header', None)
+        if header is not None:
+            facts['frame_id'] = header.frame_id
+        if topic.type == 'sensor_msgs/msg/Image':
+            facts['image'] = f'{msg.width}x{msg.height} {msg.encoding}'
+        elif topic.type == 'sensor_msgs/msg/CompressedImage':
+            facts['image'] = msg.format
+        elif topic.type == 'foxglove_msgs/msg/CompressedVideo':
+            facts['frame_id'] = msg.frame_id
+            facts['image'] = msg.format
+    return facts
+
+
+def _median_rate(stamps: list[int]) -> float | None:
+    if len(stamps) < 2:
+        return None
+    dt = np.diff(np.asarray(stamps, dtype=np.int64))
+    dt = dt[dt > 0]
+    return float(1e9 / np.median(dt)) if len(dt) else None
+
+
+def _deserialize(data: bytes, msg_type: str) -> Any:
+    from rclpy.serialization import deserialize_message
+    try:
+        return deserialize_message(data, message_class(msg_type))
+    except Exception:  # a type not installed, or bytes that are not this type
+        return None
+
+
+def _tf_edges(data: bytes) -> list[tuple[str, str]]:
+    msg = _deserialize(data, TF_TYPE)
+    if msg is None:
+        return []
+    return [(ts.header.frame_id, ts.child_frame_id) for ts in msg.transforms]
+
+
+def describe_bag(path: Path | str) -> str:
+    f = bag_facts(path)
+    lines = [f'Files:             {", ".join(f["files"])}',
+             f'Bag size:          {_size(f["size_bytes"])}',
+             'Storage id:        mcap' + (f' (metadata version {f["version"]})'
+                                          if f['version'] is not None else ' (one file)'),
+             f'Duration:          {f["duration_s"]:.9f}s',
+             f'Start:             {_when(f["start_ns"])}',
+             f'End:               {_when(f["end_ns"])}',
+             f'Messages:          {f["messages"]}',
+             f'Topic information: {len(f["topics"])} topics']
+    for t in f['topics']:
+        rate = f'{t["rate_hz"]:.4g} Hz' if t['rate_hz'] else '-'
+        parts = [f'Topic: {t["name"]}', f'Type: {t["type"]}', f'Count: {t["count"]}',
+                 f'Rate: {rate}', f'Serialization Format: {t["serialization"]}']
+        if t['frame_id'] is not None:
+            parts.append(f'frame_id: {t["frame_id"] or "(empty)"}')
+        if 'image' in t:
+            parts.append(f'image: {t["image"]}')
+        parts.append(f'QoS: {t["qos"]}')
+        lines.append('  ' + ' | '.join(parts))
+    lines.append('TF tree:' + ('' if f['tf_edges'] else ' (no /tf or /tf_static)'))
+    lines += tf_tree_lines(f['tf_edges'], set(f['tf_static']))
+    return '\n'.join(lines)
+
+
+def tf_tree_lines(edges: dict[str, str], static: set[str]) -> list[str]:
+    """child -> parent edges drawn as an indented tree from each root."""
+    children: dict[str, list[str]] = defaultdict(list)
+    for child, parent in edges.items():
+        children[parent].append(child)
+    roots = sorted({p for p in children if p not in edges})
+    out: list[str] = []
+
+    def walk(frame: str, depth: int, seen: frozenset[str]) -> None:
+        mark = ' (static)' if frame in static else ''
+        out.append('  ' + '  ' * depth + frame + mark)
+        for c in sorted(children.get(frame, [])):
+            if c not in seen:
+                walk(c, depth + 1, seen | {c})
+    for r in roots:
+        walk(r, 0, frozenset({r}))
+    return out
+
+
+def _size(n: int) -> str:
+    for unit in ('B', 'KiB', 'MiB', 'GiB'):
+        if n < 1024 or unit == 'GiB':
+            return f'{n:.0f} {unit}' if unit == 'B' else f'{n:.1f} {unit}'
+        n /= 1024
+    raise AssertionError
+
+
+def _when(ns: int) -> str:
+    return time.strftime('%b %d %Y %H:%M:%S', time.gmtime(ns // 10**9)) + \
+        f'.{ns % 10**9 // 10**6:03d} UTC ({ns / 1e9:.9f})'
+
+
+__all__ = ['bag_facts', 'describe_bag', 'tf_tree_lines']
