@@ -385,25 +385,44 @@ COMMANDS = {'info': cmd_info, 'play': cmd_play, 'convert': cmd_convert,
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; its exit status (128 + the signal's number after a stop signal)."""
+    from react_ros.sinks.output import stop_requested
     args = build_parser().parse_args(argv)
     try:
-        return COMMANDS[args.command](args)
+        status = COMMANDS[args.command](args)
     except ReactRosError as err:
+        if stop_requested():  # a stop that came first, and a refusal it caused: the stop
+            return _stopped(signal.SIGINT)
         print(f'error: {err}', file=sys.stderr)
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM/SIGHUP while writing (Interrupted)
-        return 128 + getattr(stop, 'signum', signal.SIGINT)
+    except KeyboardInterrupt as stop:  # Ctrl-C, or a stop signal while writing (Interrupted)
+        return _stopped(getattr(stop, 'signum', signal.SIGINT))
     except Exception as err:
-        # A stop signal that lands inside a C extension's callback (rclpy's
-        # deserialisation builds messages in Python) comes back wrapped, as a
-        # TypeError caused by the interrupt: still a stop, not a bug.
         stop = _interrupt_behind(err)
         if stop is None:
             raise
-        return 128 + getattr(stop, 'signum', signal.SIGINT)
+        return _stopped(getattr(stop, 'signum', signal.SIGINT))
+    # A stop signal during the last rename: the output is whole, but the user asked to stop.
+    return _stopped(signal.SIGINT) if stop_requested() else status
+
+
+def _stopped(signum: int) -> int:
+    """128 + the first stop signal's number; later ones are ignored while the process exits."""
+    from react_ros.sinks.output import ignore_stop_signals, stop_requested
+    ignore_stop_signals()
+    return 128 + (stop_requested() or signum)
 
 
 def _interrupt_behind(err: BaseException) -> KeyboardInterrupt | None:
+    """The KeyboardInterrupt that `err` was raised from, if any.
+
+    While writing, a stop signal only sets a flag (sinks/output.py), so nothing
+    raises from inside a C extension's callback. Before the writer starts (opening
+    the episode, `info`, `play`'s own set-up) Ctrl-C is still Python's default
+    KeyboardInterrupt, raised wherever it lands: inside rclpy's deserialisation,
+    which builds messages in Python, it comes back as a TypeError caused by the
+    interrupt. Still a stop, not a bug.
+    """
     seen: set[int] = set()
     cause: BaseException | None = err
     while cause is not None and id(cause) not in seen:

@@ -8,6 +8,11 @@ behind and touches nothing of the user's. Bags, samples and convert-all go throu
         ...fill the directory tmp...
     # out is complete now; after an exception, SIGTERM, SIGINT or SIGHUP nothing is left
 
+A stop signal does not raise where it lands: it sets a flag (the end of this file)
+that the writer's loop turns into Interrupted at its next check_stop(), that worker
+threads watch, and that staged() checks once more before the rename; so an output
+is either complete or absent, and no thread is left running when the process exits.
+
 Next to OUT while a write is under way (hidden, one <token> per write):
     .OUT.<token>.partial/   what is being written; renamed to OUT on success
     .OUT.<token>.lock       react_ros's marker with the writer's pid, flock-held by it
@@ -28,14 +33,15 @@ import shutil
 import signal
 import socket
 import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from react_ros.errors import OutputWriteError, SinkError
 
 MARKER = 'react_ros partial output'
-# The signals that mean "stop" and can be caught; each becomes an Interrupted.
+# The signals that mean "stop" and can be caught; each sets the stop flag (check_stop).
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _LOCK = re.compile(r'\.(?P<name>.+)\.(?P<token>[0-9a-f]{8})\.lock')
 _OUTPUT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG}
@@ -102,8 +108,12 @@ def staged(out: Path, *, overwrite: bool = False, ours: Callable[[Path], bool] |
 
     `out` comes from output_path. On any exception or stop signal the directory,
     its lock and the parent folders made for it are removed and the exception goes
-    on (a signal as Interrupted; a full or read-only disk as SinkError). A previous
-    output is replaced (see check_replaceable) only once the new one is complete.
+    on (a signal as Interrupted, raised by the block's check_stop() or here before
+    the rename; a full or read-only disk as OutputWriteError). A previous output is
+    replaced (see check_replaceable) only once the new one is complete. A stop
+    requested before the block starts raises Interrupted before anything is made;
+    one that arrives during the rename itself leaves the complete output in place
+    and the flag set, for the caller to exit with (cli.main does).
     """
     out = Path(out)
     try:
@@ -112,11 +122,12 @@ def staged(out: Path, *, overwrite: bool = False, ours: Callable[[Path], bool] |
     except OSError as exc:
         raise OutputWriteError(f'{out}: cannot be written ({exc.strerror})') from None
     check_replaceable(out, overwrite=overwrite, ours=ours, noun=noun)
+    check_stop()
     made: list[Path] = []
     lock: _Lock | None = None
-    with _stop_signals_raise():
+    with stop_signals_flag():
         try:
-            with _held_back():  # a signal now is raised after, with `made` and `lock` known
+            with _held_back():  # `made` and `lock` are known before any handler runs
                 made, lock = _prepare(out)
             tmp = _name(out, lock[1], 'partial')
             try:
@@ -125,6 +136,7 @@ def staged(out: Path, *, overwrite: bool = False, ours: Callable[[Path], bool] |
                 if exc.errno in _OUTPUT_ERRNOS:  # only writing fails like this, never reading
                     raise OutputWriteError(f'{out}: cannot be written ({exc.strerror})') from None
                 raise
+            check_stop()  # a stop after the block's last check: no output
             with _held_back():
                 _commit(tmp, out, lock[1], overwrite, ours, noun)
                 _release(lock, out)
@@ -287,7 +299,10 @@ def _remove_parents(made: list[Path]) -> None:
 
 @contextmanager
 def _held_back() -> Iterator[None]:
-    """The stop signals wait for the block's end: a commit or a clean-up is never cut."""
+    """The stop signals wait for the block's end: a commit or a clean-up is never cut.
+
+    Our handler only sets a flag; this holds back a handler of someone else's too.
+    """
     old = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     try:
         yield
@@ -296,74 +311,133 @@ def _held_back() -> Iterator[None]:
 
 
 @contextmanager
-def _stop_signals_raise() -> Iterator[None]:
-    """Make SIGTERM and SIGHUP raise Interrupted like SIGINT does, for the block.
+def stop_signals_flag() -> Iterator[None]:
+    """For the block, SIGINT, SIGTERM and SIGHUP set the stop flag (below) instead of raising.
 
     Only the main thread can set handlers (writers run there, convert-all's worker
-    processes too); a signal the process ignores (`nohup`, `&`) stays ignored.
+    processes too); a signal the process ignores (`nohup`, `&`, a worker's SIGINT) or
+    handles its own way stays so. After a stop the handlers stay in place, so a
+    second signal while the process winds down is a no-op, not a traceback or
+    another exit status; clear_stop() puts the previous ones back.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-
-    def handler(signum: int, frame: object) -> None:
-        raise Interrupted(signum)
-
     previous = {}
     for s in STOP_SIGNALS:
         current = signal.getsignal(s)
         if current in (signal.SIG_DFL, signal.default_int_handler):
-            previous[s] = signal.signal(s, handler)
+            previous[s] = signal.signal(s, _on_stop_signal)
     try:
         yield
     finally:
         for s, h in previous.items():
-            signal.signal(s, h)
+            if stop_requested():
+                _KEPT.setdefault(s, h)
+            else:
+                signal.signal(s, h)
 
 
-# For drivers that are not writers themselves (convert-all): stop signals raise Interrupted.
-stop_signals_raise = _stop_signals_raise
+# What drivers that are not writers themselves (convert-all) hold around their run. The
+# old name stays, with the flag's meaning: nothing raises from inside a C callback.
+stop_signals_raise = stop_signals_flag
 
 
 # --- the stop flag ---------------------------------------------------------------
 # A handler that raises lands wherever the main thread happens to be: inside a C
-# extension's callback (rclpy's deserialisation, h5py under its global lock) it
-# surfaces as another exception or leaves the extension's state half-made. The
-# flag instead is set by the handler and checked where stopping is safe: the
-# writers' loops (check_stop), every worker thread (stop_requested), and waits
-# (wait_for_stop). The first signal's number is what the process exits with.
+# extension's callback (rclpy's deserialisation) it surfaces as another exception,
+# and worker threads left running at exit deadlock the interpreter's shutdown on
+# h5py's global lock. The handler instead records the signal and returns; the
+# writers' loops (check_stop), every worker thread (stop_requested; its owner joins
+# it) and every blocking wait (wait_for_stop, or a wait in steps of STOP_POLL_S)
+# stop where stopping is safe. The first signal's number is what the process exits
+# with.
+#
+# The handler takes no lock: it runs on the main thread between two bytecodes,
+# possibly while that thread holds the very lock it would take (an Event's). So it
+# only stores the number, and waits poll it every STOP_POLL_S; request_stop (code,
+# never a handler) also sets the Event, which wakes them at once.
+STOP_POLL_S = 0.05
 _STOP = threading.Event()
 _STOP_SIGNUM = [0]
+_KEPT: dict[int, Any] = {}  # the handlers stop_signals_flag replaced, kept aside after a stop
+_IGNORED: set[int] = set()  # the signals ignore_stop_signals ignores
+
+
+def _on_stop_signal(signum: int, frame: object) -> None:
+    if not _STOP_SIGNUM[0]:
+        _STOP_SIGNUM[0] = int(signum)
 
 
 def request_stop(signum: int) -> None:
-    """Ask every loop and worker thread of this process to stop (what the handler does)."""
+    """Ask every loop and worker thread of this process to stop (from code, not a handler)."""
     if not _STOP_SIGNUM[0]:
         _STOP_SIGNUM[0] = int(signum)
     _STOP.set()
 
 
 def stop_requested() -> int:
-    """The number of the stop signal received, 0 while none was."""
-    return _STOP_SIGNUM[0] if _STOP.is_set() else 0
+    """The number of the (first) stop signal received, 0 while none was."""
+    return _STOP_SIGNUM[0]
 
 
 def check_stop() -> None:
     """Raise Interrupted if a stop signal arrived: call it where stopping is safe."""
-    if _STOP.is_set():
+    if _STOP_SIGNUM[0]:
         raise Interrupted(_STOP_SIGNUM[0])
 
 
 def wait_for_stop(timeout: float | None) -> bool:
-    """Sleep up to `timeout` s, waking at once on a stop signal; True if one arrived."""
-    return _STOP.wait(timeout)
+    """Sleep up to `timeout` s (None: until a stop), waking within STOP_POLL_S of a stop.
+
+    True if a stop was requested.
+    """
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while not _STOP_SIGNUM[0]:
+        step = STOP_POLL_S
+        if deadline is not None:
+            step = min(step, deadline - time.monotonic())
+            if step <= 0:
+                return False
+        _STOP.wait(step)
+    return True
+
+
+def ignore_stop_signals() -> None:
+    """The process is exiting after a stop: from now on the stop signals are ignored.
+
+    At exit the interpreter puts back the default action of every signal with a
+    Python handler, so a second Ctrl-C while it finalises would kill the process
+    and change its exit status (-2 instead of 130, seen with two signals 5 ms
+    apart); an ignored signal stays ignored. Main thread only; clear_stop() undoes it.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for s in STOP_SIGNALS:
+        current = signal.getsignal(s)
+        if current is _on_stop_signal or current in (signal.SIG_DFL,
+                                                      signal.default_int_handler):
+            _KEPT.setdefault(s, current)
+            signal.signal(s, signal.SIG_IGN)
+            _IGNORED.add(s)
 
 
 def clear_stop() -> None:
-    """Forget a stop signal (tests, and a process that handled one and goes on)."""
+    """Forget a stop signal (tests, and a process that handled one and goes on).
+
+    The handlers stop_signals_flag left in place after the stop, or
+    ignore_stop_signals set, are replaced by the ones they stood in for.
+    """
+    for s, h in _KEPT.items():
+        current = signal.getsignal(s)
+        if current is _on_stop_signal or (current == signal.SIG_IGN and s in _IGNORED):
+            signal.signal(s, h)
+    _KEPT.clear()
+    _IGNORED.clear()
     _STOP.clear()
     _STOP_SIGNUM[0] = 0
 
-__all__ = ['Interrupted', 'check_replaceable', 'check_stop', 'clear_stop', 'output_path',
-           'remove_stale', 'request_stop', 'staged', 'stop_requested', 'stop_signals_raise',
-           'wait_for_stop']
+
+__all__ = ['STOP_POLL_S', 'Interrupted', 'check_replaceable', 'check_stop', 'clear_stop',
+           'ignore_stop_signals', 'output_path', 'remove_stale', 'request_stop', 'staged',
+           'stop_requested', 'stop_signals_flag', 'stop_signals_raise', 'wait_for_stop']
