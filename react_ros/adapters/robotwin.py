@@ -45,6 +45,9 @@ from react_ros.ros.tf import tf_message, transform_stamped
 from react_ros.streams import Stream
 
 PREFETCH = 8  # messages a heavy stream builds ahead of its reader
+# How long a reader waits for its stopped worker: one message's read, decode and
+# serialisation (milliseconds at the release's sizes), with room for a loaded machine.
+JOIN_S = 10.0
 
 EMBODIMENTS = ('agilex', 'franka')
 REPLAY_REPORT = 'reports/replay_success_check_failed.json'
@@ -533,39 +536,57 @@ def prefetched(gen: Callable[[], Iterator[tuple[int, Any]]]) -> Iterator[tuple[i
     The bag writer consumes its streams on one thread; zlib (HDF5's gzip), the JPEG
     decoder and serialisation release the GIL, so a worker per heavy stream lets them
     overlap with writing (measured: a 132-frame episode converts in 1.9-2.3 s instead
-    of 3.0-3.1 s). At most PREFETCH messages wait; an error is raised in the reader;
-    a reader that stops early stops the worker.
+    of 3.0-3.1 s). At most PREFETCH messages wait; an error is raised in the reader.
+    A reader that stops early, and a stop signal (sinks/output.py), stop the worker
+    between two messages; the reader never waits for it longer than STOP_POLL_S
+    without looking at the stop flag, and joins it before it returns or raises: a
+    worker left inside h5py when the interpreter exits deadlocks its shutdown on
+    h5py's global lock (seen: Ctrl-C on a convert that never ended).
     """
     # cdr_payload, not serialize_message: rmw leaves process memory in the padding, and
     # a bag must be the same bytes every run (convert-all's Ray and local runs agree).
     from react_ros.ros.serialization import cdr_payload
+    from react_ros.sinks.output import STOP_POLL_S, check_stop, stop_requested
     out: queue.Queue[Any] = queue.Queue(PREFETCH)
     stop = threading.Event()
     done = object()
 
+    def stopping() -> bool:
+        return stop.is_set() or bool(stop_requested())
+
     def put(item: Any) -> bool:
-        while not stop.is_set():
+        while not stopping():
             try:
-                out.put(item, timeout=0.1)
+                out.put(item, timeout=STOP_POLL_S)
                 return True
             except queue.Full:
                 pass
         return False
 
     def work() -> None:
+        it = gen()
         try:
-            for t, msg in gen():
-                if not put((t, bytes(cdr_payload(msg)))):
+            for t, msg in it:
+                if stopping() or not put((t, bytes(cdr_payload(msg)))):
                     return
             put(done)
         except BaseException as exc:  # handed to the reader, raised there
             put(exc)
+        finally:
+            it.close()  # on this thread: the HDF5 file closes where it was read
 
     worker = threading.Thread(target=work, name='robotwin-prefetch', daemon=True)
     worker.start()
     try:
         while True:
-            item = out.get()
+            try:
+                item = out.get(timeout=STOP_POLL_S)
+            except queue.Empty:
+                check_stop()
+                if not worker.is_alive() and out.empty():
+                    raise RuntimeError('robotwin-prefetch: the worker ended without '
+                                       'a last message') from None
+                continue
             if item is done:
                 return
             if isinstance(item, BaseException):
@@ -573,6 +594,7 @@ def prefetched(gen: Callable[[], Iterator[tuple[int, Any]]]) -> Iterator[tuple[i
             yield item
     finally:
         stop.set()
+        worker.join(JOIN_S)
 
 
 def _calib(cal: rh.Calibration, r: int, width: int, height: int) -> dict[str, Any]:

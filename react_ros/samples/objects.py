@@ -26,6 +26,7 @@ from scipy.spatial.transform import Rotation
 
 from react_ros.errors import SinkError
 from react_ros.samples.writing import write_sample
+from react_ros.sinks.output import check_stop
 
 SESSION = 'S01_carry_box_001'
 HZ = 120.0
@@ -98,6 +99,7 @@ def write_objects_sample(out_dir: Path, *, seed: int = 0, duration_s: float = 3.
     def write(tmp: Path) -> None:
         _meshes(tmp / 'objects')
         for k, name in enumerate(names):
+            check_stop()
             _Release(tmp, seed + k, duration_s, extra_instances + k).write(name)
     return write_sample(out_dir, duration_s, (width, height), 1.0, (2, 2), write)
 

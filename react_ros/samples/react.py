@@ -29,6 +29,7 @@ from react_ros.formats.parquet_video import (POSE_COLUMNS, SIDES, STIFFNESS_N_PE
 from react_ros.errors import SinkError
 from react_ros.samples.umi import frame_index_bits
 from react_ros.samples.writing import write_sample
+from react_ros.sinks.output import check_stop
 
 EPISODE = '2026-05-10/episode_000'
 TASK = 'motherboard'
@@ -263,6 +264,7 @@ class _Episode:
         container, stream = self._encoder(path)
         with container:
             for i, img in enumerate(frames):
+                check_stop()
                 frame = av.VideoFrame.from_ndarray(img, format='rgb24')
                 frame.pts = i
                 container.mux(stream.encode(frame))

@@ -32,6 +32,7 @@ from scipy.spatial.transform import Rotation
 from react_ros.errors import SinkError
 from react_ros.formats.robotwin_hdf5 import GL_TO_CV
 from react_ros.samples.writing import write_sample
+from react_ros.sinks.output import check_stop
 
 TASK = 'beat_block_hammer'
 RELEASE_TASKS = (TASK, 'place_shoe')  # the tasks a sample release of many spreads over
@@ -275,6 +276,7 @@ def write_episode(data_dir: Path, number: int, t: int, seed: int, size: tuple[in
         jpegs = []
         ids: dict[str, list[np.ndarray]] = {'actor': [], 'mesh': []}
         for i in range(t):
+            check_stop()
             k, pose = scene.head(i)
             view = scene.render(k, pose, i, size)
             head_k.append(k)

@@ -30,6 +30,7 @@ from scipy.spatial.transform import Rotation
 from react_ros.errors import SinkError
 from react_ros.formats.truetrace_geometry import project_equidistant
 from react_ros.samples.writing import write_sample
+from react_ros.sinks.output import check_stop
 
 EPISODE = 'episode_000000'
 FPS = 30
@@ -284,6 +285,7 @@ class _Package:
             stream.width, stream.height, stream.pix_fmt = self.w, self.h, 'yuv420p'
             stream.time_base = Fraction(1, FPS)
             for i in range(self.n):
+                check_stop()
                 img = base.copy()
                 img[..., 2] = (img[..., 2].astype(int) + 3 * i) % 256
                 uv = project_equidistant(pts[i], k, d)

@@ -28,6 +28,7 @@ from std_msgs.msg import String
 from react_ros.errors import SinkError
 from react_ros.ros.msgs import definition_text, stamp
 from react_ros.samples.writing import write_sample
+from react_ros.sinks.output import check_stop
 
 CAMERAS = ('left', 'center', 'right')
 CALIB_SIZE = (1920, 1200)
@@ -273,6 +274,7 @@ class _Episode:
             stream.time_base = Fraction(1, 1_000_000)
             stream.codec_context.time_base = Fraction(1, 1_000_000)
             for n, ts in enumerate(stamps):
+                check_stop()
                 frame = av.VideoFrame.from_ndarray(scene.frame(n), format='rgb24')
                 frame.pts = (ts - stamps[0]) // 1000
                 frame.time_base = Fraction(1, 1_000_000)

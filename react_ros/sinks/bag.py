@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Sequence, cast
+from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, cast
 
 import yaml
 from mcap import __version__ as mcap_version
@@ -36,7 +37,7 @@ from react_ros.ros.serialization import cdr_payload
 from react_ros.sinks.compressed_video import MODE as VIDEO_MODE
 from react_ros.sinks.compressed_video import compressed_video_streams
 from react_ros.sinks.image_encoding import ImageEncoder
-from react_ros.sinks.output import output_path, staged
+from react_ros.sinks.output import check_stop, output_path, staged
 from react_ros.streams import Stream, merge
 
 if TYPE_CHECKING:
@@ -180,9 +181,12 @@ def _write(episode: Episode, streams: list[Stream], tmp: Path, out: Path,
     total = sum(s.count or 0 for s in streams)
     classes = [message_class(s.msg_type) for s in streams]
     start = end = done = 0
-    with open(tmp / file_name, 'wb') as f:
+    opened: list[Iterator[tuple[int, Any]]] = []
+    with open(tmp / file_name, 'wb') as f, _closing(opened):
         writer = _start_mcap(f, topics.values(), compression)
-        for ev in merge([s.open() for s in streams]):
+        opened += [s.open() for s in streams]
+        for ev in merge(opened):
+            check_stop()  # a stop signal ends the write here, between two messages
             stream = streams[ev.stream_idx]
             serialised = isinstance(ev.msg, bytes)
             if not serialised and type(ev.msg) is not classes[ev.stream_idx]:
@@ -213,6 +217,24 @@ def _write(episode: Episode, streams: list[Stream], tmp: Path, out: Path,
     if progress is not None and (done == 0 or done % PROGRESS_EVERY or total != done):
         progress(done, done)
     return BagSummary(out, done, {t.name: t.count for t in topics.values()}, start, end - start)
+
+
+@contextmanager
+def _closing(iterators: list[Iterator[tuple[int, Any]]]) -> Iterator[None]:
+    """Close every stream iterator when the block ends, however it ends.
+
+    A stream's close stops and joins the worker threads it runs (RoboTwin's
+    prefetch, the image encoder's window) now, on this thread, rather than
+    whenever the garbage collector gets to it, or never before the interpreter
+    exits (a thread still inside h5py then deadlocks its shutdown).
+    """
+    try:
+        yield
+    finally:
+        for it in iterators:
+            close = getattr(it, 'close', None)
+            if close is not None:
+                close()
 
 
 def _start_mcap(f: IO[bytes], topics: Iterable[_Topic], compression: CompressionType) -> Writer:

@@ -24,6 +24,9 @@ and the `compressed` plugin's `tiff` format is the one standard codec that keeps
 Encoding runs on a thread pool shared by the streams: each stream keeps a window of
 frames in flight and yields them in order, so the bag is the same whatever the
 scheduling (Pillow's encoders are deterministic; two runs give identical bytes).
+After a stop signal (sinks/output.py) the workers skip what is queued, the reader
+stops waiting within STOP_POLL_S, and the pool is joined when the encoder's `with`
+block ends.
 """
 from __future__ import annotations
 
@@ -39,6 +42,7 @@ from sensor_msgs.msg import CompressedImage, Image
 
 from react_ros.errors import SinkError
 from react_ros.ros import compressed_image as ci
+from react_ros.sinks.output import STOP_POLL_S, check_stop
 from react_ros.streams import Stream
 
 IMAGE = 'sensor_msgs/msg/Image'
@@ -160,6 +164,7 @@ class ImageEncoder:
         quality = self.quality
 
         def work(t_ns: int, msg: Any) -> CompressedImage:
+            check_stop()  # queued before a stop: skipped, the reader is leaving
             image = _image(msg)
             if image.encoding != plan.encoding:
                 raise SinkError(f'{topic}: the image at {t_ns} ns is {image.encoding}, '
@@ -176,16 +181,26 @@ class ImageEncoder:
                 window.append((t_ns, pool.submit(work, t_ns, msg)))
                 if len(window) >= limit:
                     t, fut = window.popleft()
-                    yield t, fut.result()
+                    yield t, _result(fut)
             while window:
                 t, fut = window.popleft()
-                yield t, fut.result()
+                yield t, _result(fut)
         finally:
             for _, fut in window:
                 fut.cancel()
             close: Callable[[], None] | None = getattr(source, 'close', None)
             if close is not None:
                 close()
+
+
+def _result(fut: Future[CompressedImage]) -> CompressedImage:
+    """The future's result, looking at the stop flag every STOP_POLL_S while it waits."""
+    while True:
+        check_stop()
+        try:
+            return fut.result(timeout=STOP_POLL_S)
+        except TimeoutError:  # (concurrent.futures raises the builtin one)
+            continue
 
 
 @contextmanager
