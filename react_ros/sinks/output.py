@@ -353,27 +353,25 @@ stop_signals_raise = stop_signals_flag
 # stop where stopping is safe. The first signal's number is what the process exits
 # with.
 #
-# The handler takes no lock: it runs on the main thread between two bytecodes,
-# possibly while that thread holds the very lock it would take (an Event's). So it
-# only stores the number, and waits poll it every STOP_POLL_S; request_stop (code,
-# never a handler) also sets the Event, which wakes them at once.
+# Nothing here takes a lock: a handler runs on the main thread between two
+# bytecodes, possibly while that thread holds the very lock it would take (a
+# threading.Event's, inside its wait), and would wait for itself for ever. So
+# request_stop only stores the number (safe in a handler), and waits poll it every
+# STOP_POLL_S.
 STOP_POLL_S = 0.05
-_STOP = threading.Event()
 _STOP_SIGNUM = [0]
 _KEPT: dict[int, Any] = {}  # the handlers stop_signals_flag replaced, kept aside after a stop
 _IGNORED: set[int] = set()  # the signals ignore_stop_signals ignores
 
 
 def _on_stop_signal(signum: int, frame: object) -> None:
-    if not _STOP_SIGNUM[0]:
-        _STOP_SIGNUM[0] = int(signum)
+    request_stop(signum)
 
 
 def request_stop(signum: int) -> None:
-    """Ask every loop and worker thread of this process to stop (from code, not a handler)."""
+    """Ask every loop and worker thread of this process to stop; safe in a signal handler."""
     if not _STOP_SIGNUM[0]:
         _STOP_SIGNUM[0] = int(signum)
-    _STOP.set()
 
 
 def stop_requested() -> int:
@@ -399,7 +397,7 @@ def wait_for_stop(timeout: float | None) -> bool:
             step = min(step, deadline - time.monotonic())
             if step <= 0:
                 return False
-        _STOP.wait(step)
+        time.sleep(step)  # a signal cuts it short only to resume it (PEP 475): hence the steps
     return True
 
 
@@ -434,7 +432,6 @@ def clear_stop() -> None:
             signal.signal(s, h)
     _KEPT.clear()
     _IGNORED.clear()
-    _STOP.clear()
     _STOP_SIGNUM[0] = 0
 
 
