@@ -41,6 +41,9 @@ class EpisodeRef:
     episode: str | None = None  # EpisodeOptions.episode, for releases holding many
     # Every file its conversion reads, shared ones too: what the resume fingerprint covers.
     sources: tuple[Path, ...] = ()
+    # The files its kind's own --verify reads besides (TrueTrace: all MANIFEST.sha256
+    # lists, other episodes' too): covered by the fingerprint of a --verify run.
+    verified: tuple[Path, ...] = ()
 
 
 @dataclass
