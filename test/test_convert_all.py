@@ -18,28 +18,22 @@ from pathlib import Path
 
 import pytest
 from conftest import tree_digest
-from release_support import break_episode, write_release
+from release_support import (
+    alive,
+    break_episode,
+    converted_ids,
+    index_of,
+    leftovers,
+    run,
+    wait_for,
+    workers_of,
+    write_release,
+)
 
-from react_ros import cli
 from react_ros.adapters import KINDS
 from react_ros.sinks.bag import is_react_ros_bag
 
 KIND_NAMES = sorted(KINDS)
-
-
-def run(capfd: pytest.CaptureFixture[str], *args: object) -> tuple[int, str, str]:
-    capfd.readouterr()
-    try:
-        code = cli.main([str(a) for a in args])
-    except SystemExit as exit_:
-        code = exit_.code if isinstance(exit_.code, int) else 2
-    out, err = capfd.readouterr()
-    return code, out, err
-
-
-def index_of(out: Path) -> dict[str, dict]:
-    doc = json.loads((out / 'index.json').read_text())
-    return {e['id']: e for e in doc['episodes']}
 
 
 def bag_stamps(out: Path) -> dict[str, int]:
@@ -50,17 +44,6 @@ def bag_stamps(out: Path) -> dict[str, int]:
         st = mcap.stat()
         stamps[meta.parent.relative_to(out).as_posix()] = (st.st_ino, st.st_mtime_ns)
     return stamps
-
-
-def leftovers(out: Path) -> list[str]:
-    """What a writer leaves only while it runs (or when killed): partials, locks, old."""
-    return sorted(p.relative_to(out).as_posix() for p in out.rglob('.*')
-                  if p.name not in ('.convert-all.lock',))
-
-
-def converted_ids(stdout: str) -> int:
-    """How many episodes the run took on: '<kind> release <root>: N to convert, ...'."""
-    return int(stdout.split(': ', 1)[1].split(' to convert')[0])
 
 
 @pytest.mark.parametrize('kind', KIND_NAMES)
@@ -155,30 +138,6 @@ def test_changed_settings_convert_again(tmp_path: Path,
     assert code == 0 and converted_ids(stdout) == 2, stdout + err
 
 
-def _workers_of(pid: int) -> list[int]:
-    try:
-        text = Path(f'/proc/{pid}/task/{pid}/children').read_text()
-    except OSError:
-        return []
-    return [int(c) for c in text.split()]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f'/proc/{pid}/stat').read_text()
-    except OSError:
-        return False
-    return stat.rsplit(')', 1)[1].split()[0] != 'Z'
-
-
-def _wait_for(what: str, condition, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f'timed out waiting for {what}')
-        time.sleep(0.05)
-
-
 def test_sigkill_half_way_then_rerun_completes_with_no_partial(
         tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     # Long enough that the kill lands while bags are being written.
@@ -188,17 +147,17 @@ def test_sigkill_half_way_then_rerun_completes_with_no_partial(
                              '-o', str(out), '--workers', '2', '-q'],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        _wait_for('a bag being written', lambda: any(out.glob('.*.partial'))
+        wait_for('a bag being written', lambda: any(out.glob('.*.partial'))
                   or proc.poll() is not None)
         assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ''
-        workers = _workers_of(proc.pid)
+        workers = workers_of(proc.pid)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
     # The workers die with the driver (they would otherwise race the re-run).
-    _wait_for('the workers to end', lambda: not any(_alive(w) for w in workers), 30)
+    wait_for('the workers to end', lambda: not any(alive(w) for w in workers), 30)
     assert any(out.glob('.*.partial')), 'the kill left nothing to clean up: not half-way'
     index = index_of(out)
     assert any(e['status'] != 'converted' for e in index.values())

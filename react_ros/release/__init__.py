@@ -7,11 +7,18 @@ OUTDIR/<episode id>/ through the same bag writer as `convert`, in a worker proce
 (runners.run_local) or a Ray task (runners.run_ray); OUTDIR/index.json (index.py)
 records every outcome as it arrives, so a killed run loses only the episodes it was
 converting, and a re-run does only what is missing, failed or changed.
+
+SIGINT, SIGTERM and SIGHUP stop a run within about a second. They set sinks/output's
+stop flag (stop_signals_flag), which the driver looks at between episodes of the
+plan, between files it hashes and while it waits for workers: no episode starts
+after it, the ones being converted are ended and leave nothing (they stay pending),
+the ones finished are recorded, and the run exits 128 + the signal.
 """
 from __future__ import annotations
 
 import fcntl
 import os
+import signal
 import sys
 import time
 from dataclasses import dataclass, replace
@@ -25,9 +32,9 @@ from react_ros.progress import Progress
 from react_ros.release import index
 from react_ros.release.index import CONVERTED, FAILED, REFUSED, Entry
 from react_ros.release.runners import default_workers, run_local, run_ray
-from react_ros.release.task import ConvertSettings, Outcome, Task
+from react_ros.release.task import ConvertSettings, Outcome, Task, environmental
 from react_ros.sinks.bag import is_react_ros_bag
-from react_ros.sinks.output import output_path, stop_signals_raise
+from react_ros.sinks.output import check_stop, output_path, stop_requested, stop_signals_flag
 
 LOCK = '.convert-all.lock'
 
@@ -59,10 +66,13 @@ def convert_all(root: str | os.PathLike[str], out: str | os.PathLike[str],
     _check_own_options(kind, settings, root)
     out_dir = output_path(out, option='-o/--output', inputs=[root])
     _prepare_out_dir(out_dir)
-    with _exclusive(out_dir), stop_signals_raise():
+    with _exclusive(out_dir), stop_signals_flag():
         plan = _plan(kind, root, out_dir, episodes, settings, verify)
         index.save(out_dir, root, kind.name, plan.entries.values())
         _run(plan, settings, workers or default_workers(), ray, verify, progress)
+        if stop_requested():  # Interrupted (exit 128 + signal); the index holds what finished
+            _report_stop(plan, quiet)
+            check_stop()
     return _report(plan, quiet)
 
 
@@ -123,16 +133,21 @@ def _plan(kind: DatasetKind, root: Path, out_dir: Path, episodes: list[EpisodeRe
           settings: ConvertSettings, verify: bool) -> Plan:
     previous = index.load(out_dir)
     key = settings.key()
+    prints = index.Fingerprints(root, verify)
     entries: dict[str, Entry] = {}
     todo = []
     for ref in episodes:
+        check_stop()
         bag = _bag_dir(out_dir, ref)  # (what a killed run left there, staged() removes)
         try:
-            stat = index.stat_fingerprint(ref, root)
-            content = index.content_fingerprint(ref, root) if verify else ''
-        except OSError as exc:  # a source vanished since the listing: the episode's fault
+            stat = prints.stat(ref)
+            content = prints.content(ref) if verify else ''
+        except OSError as exc:
+            # A source vanished since the listing: the episode's fault (refused, until
+            # it is back: the fingerprint '' matches nothing). An I/O error: the disk's.
+            status = FAILED if environmental(exc) else REFUSED
             entries[ref.id] = _entry(ref, root, out_dir, Outcome(
-                ref.id, REFUSED, reason=f'{exc.filename}: cannot be read ({exc.strerror})'),
+                ref.id, status, reason=f'{exc.filename}: cannot be read ({exc.strerror})'),
                 '', '', key)
             continue
         old = previous.get(ref.id)
@@ -148,7 +163,13 @@ def _plan(kind: DatasetKind, root: Path, out_dir: Path, episodes: list[EpisodeRe
 
 def _still_good(old: Entry, bag: Path, stat: str, content: str, key: dict[str, object],
                 verify: bool) -> bool:
-    """Whether a previous outcome stands: same sources, same settings, bag still whole."""
+    """Whether a previous outcome stands: same sources, same settings, bag still whole.
+
+    The sources are all the fingerprint covers: the episode's own files, the files
+    it shares with the release (a manifest, a calibration) and, with --verify, all
+    its kind's check reads; so a refusal naming any of them is tried again once
+    that file changed (by content with --verify, else by size and mtime).
+    """
     same_source = (content == old.content) if verify else (stat == old.fingerprint)
     if not same_source or old.settings != key:
         return False
@@ -181,16 +202,23 @@ def _run(plan: Plan, settings: ConvertSettings, workers: int, ray: str | None,
     outcomes: Iterator[Outcome] = (run_local(tasks, workers) if ray is None
                                    else run_ray(tasks, ray or None, workers))
     meter = _Meter(len(plan.todo), Progress() if show else None)
+    unsaved = False
     try:
         for outcome in outcomes:
             old = plan.entries[outcome.id]
             plan.entries[outcome.id] = _entry(refs[outcome.id], plan.root, plan.out_dir,
                                               outcome, old.fingerprint, old.content,
                                               old.settings)
-            index.save(plan.out_dir, plan.root, plan.kind.name, plan.entries.values())
+            try:
+                index.save(plan.out_dir, plan.root, plan.kind.name, plan.entries.values())
+                unsaved = False
+            except SinkError:  # OUTDIR's disk full for now: the next outcome tries again
+                unsaved = True
             meter.done(outcome)
     finally:
         meter.close()
+        if unsaved:  # the last try; its failure is the run's (exit 2, one line)
+            index.save(plan.out_dir, plan.root, plan.kind.name, plan.entries.values())
 
 
 class _Meter:
@@ -230,6 +258,17 @@ def _size(n: float) -> str:
             return f'{n:.0f} {unit}' if unit == 'B' else f'{n:.1f} {unit}'
         n /= 1000
     raise AssertionError
+
+
+def _report_stop(plan: Plan, quiet: bool) -> None:
+    if quiet:
+        return
+    entries = [plan.entries[r.id] for r in plan.todo]
+    made = sum(e.status == CONVERTED for e in entries)
+    left = sum(e.status == 'pending' for e in entries)
+    name = signal.Signals(stop_requested()).name
+    print(f'convert-all: stopped by {name}: {made} of {len(entries)} converted, {left} left '
+          f'to convert by the next run; index: {plan.out_dir / index.NAME}', file=sys.stderr)
 
 
 def _report(plan: Plan, quiet: bool) -> int:

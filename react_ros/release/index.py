@@ -5,7 +5,10 @@ temporary name renamed into place, so a reader or a killed run never sees half o
 An entry's `fingerprint` is the episode's source files' sizes and mtimes (`content`,
 with --verify: their sha256); `settings` is what the bag was made with. A re-run
 converts an episode again when its bag is gone, its last attempt failed, or either
-of those changed.
+of those changed. The sources are every file the episode's conversion reads, the
+release's shared ones too (calibration, manifest: EpisodeRef.sources), and with
+--verify also what the kind's own check reads (EpisodeRef.verified), so a refusal
+is tried again as soon as anything it could have come from changed.
 """
 from __future__ import annotations
 
@@ -18,13 +21,15 @@ from typing import Any, Iterable
 
 from react_ros.adapters.base import EpisodeRef
 from react_ros.errors import SinkError
+from react_ros.sinks.output import check_stop
 
 FORMAT = 'react_ros convert-all index'
 VERSION = 1
 NAME = 'index.json'
 # Outcomes of one attempt. `refused` is the episode's own fault (bad input, as
 # `convert` would exit 2) and stays refused until its sources change; `failed`
-# is anything else (a bug, a worker that died) and is tried again by every run.
+# is anything else (a bug, a worker that died, the output's disk full, an I/O
+# error) and is tried again by every run.
 CONVERTED, REFUSED, FAILED = 'converted', 'refused', 'failed'
 
 
@@ -45,30 +50,71 @@ class Entry:
     settings: dict[str, Any] = field(default_factory=dict)
 
 
-def stat_fingerprint(ref: EpisodeRef, root: Path) -> str:
-    """sha256 over every source's relative path, size and mtime (ns)."""
-    h = hashlib.sha256()
-    for rel, path in _sources(ref, root):
-        st = path.stat()
-        h.update(f'{rel}\0{st.st_size}\0{st.st_mtime_ns}\n'.encode())
-    return h.hexdigest()
+class Fingerprints:
+    """The fingerprints of a run's episodes; each file is stat'ed and hashed once.
+
+    `verify`: the run's --verify, which adds each episode's `verified` files (the
+    same ones for every episode of a package, hence the per-file cache).
+    """
+
+    def __init__(self, root: Path, verify: bool = False) -> None:
+        self.root, self.verify = root, verify
+        self._stats: dict[Path, os.stat_result] = {}
+        self._digests: dict[Path, str] = {}
+
+    def stat(self, ref: EpisodeRef) -> str:
+        """sha256 over every source's relative path, size and mtime (ns)."""
+        h = hashlib.sha256()
+        for rel, path in self._files(ref):
+            st = self._stat(path)
+            h.update(f'{rel}\0{st.st_size}\0{st.st_mtime_ns}\n'.encode())
+        return h.hexdigest()
+
+    def content(self, ref: EpisodeRef) -> str:
+        """sha256 over every source's relative path and contents (--verify).
+
+        The episode's own sources are hashed as one stream (the fingerprint of
+        earlier versions); the verified files, by their digests.
+        """
+        h = hashlib.sha256()
+        for rel, path in _relative(ref.sources, self.root):
+            h.update(f'{rel}\0'.encode())
+            with open(path, 'rb') as f:
+                for block in iter(lambda: f.read(1 << 20), b''):
+                    check_stop()
+                    h.update(block)
+            h.update(b'\n')
+        if self.verify and ref.verified:
+            h.update(b'verified\n')
+            for rel, path in _relative(ref.verified, self.root):
+                h.update(f'{rel}\0{self._digest(path)}\n'.encode())
+        return h.hexdigest()
+
+    def _files(self, ref: EpisodeRef) -> list[tuple[str, Path]]:
+        files = _relative(ref.sources, self.root)
+        if self.verify and ref.verified:
+            files += _relative(ref.verified, self.root)
+        return files
+
+    def _stat(self, path: Path) -> os.stat_result:
+        if path not in self._stats:
+            self._stats[path] = path.stat()
+        return self._stats[path]
+
+    def _digest(self, path: Path) -> str:
+        if path not in self._digests:
+            h = hashlib.sha256()
+            with open(path, 'rb') as f:
+                for block in iter(lambda: f.read(1 << 20), b''):
+                    check_stop()
+                    h.update(block)
+            self._digests[path] = h.hexdigest()
+        return self._digests[path]
 
 
-def content_fingerprint(ref: EpisodeRef, root: Path) -> str:
-    """sha256 over every source's relative path and contents (--verify)."""
-    h = hashlib.sha256()
-    for rel, path in _sources(ref, root):
-        h.update(f'{rel}\0'.encode())
-        with open(path, 'rb') as f:
-            for block in iter(lambda: f.read(1 << 20), b''):
-                h.update(block)
-        h.update(b'\n')
-    return h.hexdigest()
-
-
-def _sources(ref: EpisodeRef, root: Path) -> list[tuple[str, Path]]:
+def _relative(paths: Iterable[Path], root: Path) -> list[tuple[str, Path]]:
     out = []
-    for p in ref.sources:
+    for p in paths:
         p = Path(p)
         try:
             rel = p.relative_to(root).as_posix()
@@ -115,5 +161,4 @@ def save(out_dir: Path, root: Path, kind: str, entries: Iterable[Entry]) -> None
         raise SinkError(f'{path}: cannot be written ({exc.strerror})') from None
 
 
-__all__ = ['CONVERTED', 'Entry', 'FAILED', 'REFUSED', 'content_fingerprint', 'load', 'save',
-           'stat_fingerprint']
+__all__ = ['CONVERTED', 'FAILED', 'REFUSED', 'Entry', 'Fingerprints', 'load', 'save']

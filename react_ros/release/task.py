@@ -7,6 +7,7 @@ the release and OUTDIR at the same paths.
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import signal
 import sys
@@ -71,7 +72,10 @@ class Outcome:
 def convert_episode(task: Task) -> Outcome:
     """Convert one episode; a refusal or a bug becomes an Outcome, never an exception.
 
-    A stop signal still propagates: the run is being stopped, not this episode failed.
+    refused: the episode's own fault (as `convert` would exit 2), kept until its
+    sources change; failed: a bug, or the machine (environmental: a full disk, an
+    I/O error), tried again by the next run. A stop signal still propagates: the
+    run is being stopped, not this episode failed.
     """
     from react_ros.adapters import KINDS, EpisodeOptions, open_episode
     from react_ros.errors import ReactRosError
@@ -89,9 +93,19 @@ def convert_episode(task: Task) -> Outcome:
                             jpeg_quality=s.jpeg_quality, compression=s.compression,
                             reencode=not s.no_reencode, inputs=[Path(task.root)])
     except ReactRosError as err:
-        return Outcome(ref.id, REFUSED, reason=_one_line(str(err)),
+        # The output's disk or a read failing under us is the machine's fault, not the
+        # episode's: failed, tried again by the next run (a refusal would stay for ever).
+        status = FAILED if environmental(err) else REFUSED
+        return Outcome(ref.id, status, reason=_one_line(str(err)),
                        seconds=time.monotonic() - start)
-    except Exception as err:  # a bug: said in full on stderr, retried by the next run
+    except Exception as err:
+        stop = _interrupt_behind(err)
+        if stop is not None:  # a stop signal that surfaced through a C extension's callback
+            raise stop from None
+        if environmental(err):  # as above (an OSError no reader turned into a refusal)
+            return Outcome(ref.id, FAILED, reason=_one_line(str(err)),
+                           seconds=time.monotonic() - start)
+        # a bug: said in full on stderr, retried by the next run
         print(f'react-ros convert-all: {ref.id}: unexpected error\n{traceback.format_exc()}',
               file=sys.stderr, flush=True)
         return Outcome(ref.id, FAILED, reason=_one_line(f'{type(err).__name__}: {err}'),
@@ -99,6 +113,41 @@ def convert_episode(task: Task) -> Outcome:
     return Outcome(ref.id, CONVERTED, messages=summary.message_count,
                    duration_s=summary.duration_ns / 1e9, bytes=tree_bytes(summary.path),
                    seconds=time.monotonic() - start)
+
+
+# A read or write failing with these is the machine's doing (a full or failing disk,
+# a network filesystem gone, memory), whatever the file: the episode may be fine.
+ENVIRONMENT_ERRNOS = frozenset({errno.EIO, errno.ENOSPC, errno.EDQUOT, errno.EROFS,
+                                errno.EFBIG, errno.ENOMEM, errno.ESTALE, errno.ETIMEDOUT,
+                                errno.ENOTCONN, errno.EHOSTDOWN})
+
+
+def environmental(err: BaseException) -> bool:
+    """Whether `err` (or what it was raised from, `from None` included) is the
+    output's filesystem failing (OutputWriteError) or an OSError of ENVIRONMENT_ERRNOS."""
+    from react_ros.errors import OutputWriteError
+
+    seen: set[int] = set()
+    cause: BaseException | None = err
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, OutputWriteError):
+            return True
+        if isinstance(cause, OSError) and cause.errno in ENVIRONMENT_ERRNOS:
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
+def _interrupt_behind(err: BaseException) -> KeyboardInterrupt | None:
+    seen: set[int] = set()
+    cause: BaseException | None = err
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return None
 
 
 def _one_line(text: str) -> str:
@@ -130,5 +179,5 @@ def init_worker(parent_pid: int) -> None:
         os._exit(1)
 
 
-__all__ = ['ConvertSettings', 'Outcome', 'Task', 'convert_episode', 'init_worker',
-           'tree_bytes']
+__all__ = ['ENVIRONMENT_ERRNOS', 'ConvertSettings', 'Outcome', 'Task', 'convert_episode',
+           'environmental', 'init_worker', 'tree_bytes']
