@@ -8,18 +8,13 @@ setup:
 	@scripts/setup_env.sh
 
 demo: setup
-	@$(ENV) react-ros demo umi
+	@$(ENV) react-ros demo
 
 test: setup
 	@$(ENV) python -m pytest -q test
 
 bench: setup
-	@$(ENV) python bench/bench_umi.py
-	@$(ENV) python bench/bench_react.py
-	@$(ENV) python bench/bench_robotwin.py
-	@$(ENV) python bench/bench_truetrace.py
-	@$(ENV) python bench/bench_objects.py
-	@$(ENV) python bench/bench_convert.py
+	@for b in bench/bench_*.py; do $(ENV) python $$b || exit 1; done
 
 clean:
 	rm -rf .venv build install log .pytest_cache

@@ -13,9 +13,12 @@ setup(
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
         ('share/' + package_name, ['package.xml']),
         ('share/' + package_name + '/launch', glob('launch/*.py')),
-        ('share/' + package_name + '/config', glob('config/*')),
+        # RViz (and Foxglove) configs, kept in each kind's folder, installed side by side
+        ('share/' + package_name + '/config', glob('react_ros/kinds/*/*.rviz')
+         + glob('react_ros/kinds/*/*.foxglove.json')),
     ],
-    package_data={'react_ros': ['config/*', 'ros/*.xml']},
+    package_data={'react_ros': ['kinds/*/config.yaml', 'kinds/*/*.rviz',
+                                'kinds/*/*.foxglove.json', 'ros/*.xml']},
     install_requires=['setuptools'],
     # requirements/ray.txt: the same pin for the .venv set-up
     extras_require={'ray': ['ray>=2.9']},

@@ -21,11 +21,6 @@ from react_ros.ros.isolation import RANGE_VAR, keep_discovery_local
 
 EXIT_BAD_INPUT = 2
 DEMO_SECONDS = 10.0
-# The demo's video size where a kind's own would not play in real time on a
-# 2-core machine. UMI's 1920x1200 x 3 cameras x 60 Hz reached a real-time factor of
-# 0.45 there (0.70 with --image-scale 0.5, 0.86 at 1280x800); 960x600 played at 1.00
-# in 3 of 3 runs with other work on the machine (`react-ros demo` with its rate table).
-DEMO_RESOLUTION: dict[str, tuple[int, int]] = {'umi': (960, 600)}
 
 
 def _positive(text: str) -> float:
@@ -223,8 +218,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help='write a release of N episodes (default: the kind\'s usual sample)')
 
     p = sub.add_parser('demo', help='make (or reuse) a sample episode and play it')
-    p.add_argument('kind', nargs='?', default='umi',
-                   choices=[k for k, d in KINDS.items() if d.sample])
+    playable = [k for k, d in KINDS.items() if d.sample]
+    p.add_argument('kind', nargs='?', default=playable[0], choices=playable,
+                   help=f'the dataset kind to demonstrate (default {playable[0]}, the first '
+                        'in the registry)')
     p.add_argument('--dir', type=Path, default=None,
                    help='where the sample lives (default: ~/.cache/react_ros/samples)')
     _play_args(p)
@@ -353,7 +350,7 @@ def _cache_dir() -> Path:
 
 def demo_episode_dir(root: Path, kind: str) -> Path:
     """Where the demo keeps (and reuses) its sample of `kind` under `root`."""
-    size = DEMO_RESOLUTION.get(kind)
+    size = KINDS[kind].demo_resolution
     return root / (f'{kind}_demo' + (f'_{size[0]}x{size[1]}' if size else ''))
 
 
@@ -367,7 +364,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
               f'set {RANGE_VAR}=SUBNET to watch from another one)', file=sys.stderr)
     root = args.dir or _cache_dir()
     kind = KINDS[args.kind]
-    size = DEMO_RESOLUTION.get(args.kind)
+    size = KINDS[args.kind].demo_resolution
     episode = demo_episode_dir(root, args.kind)
     if not episode.exists():
         print(f'react-ros demo: writing a sample {args.kind} episode to {episode}',

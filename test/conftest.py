@@ -44,7 +44,7 @@ def pytest_report_header(config: pytest.Config) -> str:
 @pytest.fixture(scope='session')
 def umi_episode(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Write a 2 s, 320x200 UMI episode; treat as read-only (copy it to change it)."""
-    from react_ros.samples.umi import write_umi_sample
+    from react_ros.kinds.umi.sample import write_umi_sample
     return write_umi_sample(tmp_path_factory.mktemp('umi') / 'episode0000', seed=7,
                             duration_s=UMI_SECONDS, width=UMI_SIZE[0], height=UMI_SIZE[1])
 

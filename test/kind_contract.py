@@ -41,7 +41,7 @@ class KindContract:
         kind = KINDS[self.kind]
         assert kind.sample_writer() is not None
         assert kind.config() is not None
-        assert (root / kind.rviz_file).is_file()
+        assert (root / "react_ros" / kind.source_rviz).is_file()
         assert kind.adapter.kind == self.kind
 
     def test_only_this_kind_claims_its_sample(self, source: Path) -> None:

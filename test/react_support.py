@@ -8,7 +8,7 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
-from react_ros.samples.react import EPISODE, write_react_sample
+from react_ros.kinds.react.sample import EPISODE, write_react_sample
 
 REACT_SECONDS = 2.0
 REACT_SIZE = (160, 120)

@@ -20,23 +20,8 @@ from react_ros import cli
 from react_ros.adapters import KINDS, DatasetKind, EpisodeRef, find_release
 
 # The smallest sizes and durations each writer accepts, or near them: seconds per release.
-SMALL: dict[str, dict[str, Any]] = {
-    'umi': {'duration_s': 0.3, 'width': 64, 'height': 48},
-    'react': {'duration_s': 0.5, 'width': 64, 'height': 48},
-    'truetrace': {'duration_s': 0.5, 'width': 64, 'height': 36},
-    'objects': {'duration_s': 1.0},
-    'robotwin': {'duration_s': 0.3, 'width': 32, 'height': 24},
-}
-
-# The per-episode file break_episode damages: one read first when the episode is
-# opened (its table or metadata, not a video), so the refusal comes before any bag.
-_BROKEN: dict[str, Callable[[Path], bool]] = {
-    'umi': lambda p: p.name == 'episode.mcap',
-    'react': lambda p: p.suffix == '.parquet',
-    'truetrace': lambda p: p.name == 'hands_3d.jsonl',
-    'objects': lambda p: p.name == 'objects.npz',
-    'robotwin': lambda p: p.suffix == '.hdf5' and not p.name.endswith('_extra.hdf5'),
-}
+# Each kind declares its small sample and the file read first (DatasetKind).
+SMALL: dict[str, dict[str, Any]] = {name: dict(k.small_sample) for name, k in KINDS.items()}
 
 
 def write_small_sample(kind: str, out: Path, **kwargs: Any) -> Path:
@@ -61,7 +46,9 @@ def write_release(kind: str, dir: Path, n: int = 3, duration: float | None = Non
 
 def broken_file(kind: str, ref: EpisodeRef) -> Path:
     """The source of `ref` that break_episode damages."""
-    picked = [p for p in ref.sources if _BROKEN[kind](p)]
+    first = KINDS[kind].read_first
+    assert first is not None, f'{kind} declares no read_first'
+    picked = [p for p in ref.sources if first(p)]
     if len(picked) != 1:
         raise AssertionError(f'{kind} {ref.id}: no single file to break among {ref.sources}')
     return picked[0]

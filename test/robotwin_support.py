@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from react_ros.samples.robotwin import TASK, write_robotwin_sample
+from react_ros.kinds.robotwin.sample import TASK, write_robotwin_sample
 
 SECONDS = 2.0  # episode0: 20 frames at 10 Hz, episode1: 14
 SIZE = (160, 120)

@@ -265,7 +265,7 @@ def _left_info_fits_the_video(bag: Path) -> None:
         _, _, raw = next(reader.messages(connections=conns))
         info = reader.deserialize(raw, conns[0].msgtype)
     assert (info.width, info.height) == (320, 200)
-    # the sample's calibration puts the principal point near the centre (samples/umi.py)
+    # the sample's calibration puts the principal point near the centre (kinds/umi/sample.py)
     assert abs(info.k[2] - 160) < 1 and abs(info.k[5] - 100) < 1, info.k
     assert abs(info.p[2] - 160) < 1 and abs(info.p[6] - 100) < 1, info.p
 

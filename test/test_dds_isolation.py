@@ -54,7 +54,7 @@ def run_isolated(cmd: list[str], *, set_vars: dict[str, str] | None = None,
 @pytest.fixture(scope='module')
 def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from react_ros.cli import demo_episode_dir
-    from react_ros.samples.umi import write_umi_sample
+    from react_ros.kinds.umi.sample import write_umi_sample
     root = tmp_path_factory.mktemp('demo')
     write_umi_sample(demo_episode_dir(root, 'umi'), seed=1, duration_s=1.0, width=320,
                      height=200)

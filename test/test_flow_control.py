@@ -25,7 +25,7 @@ TOPIC = '/center/image_raw'
 
 @pytest.fixture(scope='module')
 def episode(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from react_ros.samples.umi import write_umi_sample
+    from react_ros.kinds.umi.sample import write_umi_sample
     # 640x400 (768 kB an image): large enough that the player outruns the transport.
     return write_umi_sample(tmp_path_factory.mktemp('flow') / 'episode0000', seed=3,
                             duration_s=2.0, width=640, height=400)
@@ -101,7 +101,7 @@ def test_drop_late_keeps_time_and_counts_exactly_what_it_dropped(episode: Path,
 
 @pytest.fixture(scope='module')
 def long_episode(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from react_ros.samples.umi import write_umi_sample
+    from react_ros.kinds.umi.sample import write_umi_sample
     return write_umi_sample(tmp_path_factory.mktemp('flow_long') / 'episode0000', seed=4,
                             duration_s=5.0, width=640, height=400)
 

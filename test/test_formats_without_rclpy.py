@@ -1,4 +1,6 @@
-"""react_ros.formats must work where no ROS 2 is installed (no rclpy, no message packages)."""
+"""File readers must work where no ROS 2 is installed (no rclpy, no message packages):
+react_ros.formats (shared) and every kind's own readers (react_ros/kinds/<k>/, all but
+its adapter and sample)."""
 from __future__ import annotations
 
 import subprocess
@@ -28,9 +30,16 @@ SCRIPT = textwrap.dedent('''
         raise SystemExit('the import blocker does not work')
 
     import react_ros.formats
+    import react_ros.kinds
     names = [m.name for m in pkgutil.iter_modules(react_ros.formats.__path__)]
     for name in names:
         importlib.import_module(f'react_ros.formats.{name}')
+    for kind in pkgutil.iter_modules(react_ros.kinds.__path__):
+        package = importlib.import_module(f'react_ros.kinds.{kind.name}')
+        for m in pkgutil.iter_modules(package.__path__):
+            if m.name not in ('adapter', 'sample'):
+                names.append(f'{kind.name}.{m.name}')
+                importlib.import_module(f'react_ros.kinds.{kind.name}.{m.name}')
     from react_ros.formats import video
     from react_ros.formats.mcap_bag import McapBag
 
@@ -53,4 +62,5 @@ def test_formats_import_and_work_without_rclpy(umi_episode: Path) -> None:
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith('ok')
-    assert {'mcap_bag', 'video'} <= set(eval(proc.stdout[3:]))
+    assert {'mcap_bag', 'video', 'react.files', 'truetrace.files', 'robotwin.hdf5',
+            'objects.session'} <= set(eval(proc.stdout[3:]))

@@ -26,8 +26,8 @@ import pytest
 from std_msgs.msg import String
 
 from react_ros.adapters import KINDS
-from react_ros.adapters.robotwin import prefetched
-from react_ros.samples.robotwin import EMBODIMENT, TASK
+from react_ros.kinds.robotwin.adapter import prefetched
+from react_ros.kinds.robotwin.sample import EMBODIMENT, TASK
 from react_ros.sinks import output
 from react_ros.sinks.output import Interrupted, staged
 

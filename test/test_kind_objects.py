@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from kind_contract import KindContract
 
-from react_ros.samples.objects import SESSION, write_objects_sample
+from react_ros.kinds.objects.sample import SESSION, write_objects_sample
 
 
 class TestObjectsKind(KindContract):

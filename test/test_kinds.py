@@ -205,7 +205,7 @@ def test_clashing_registrations_are_refused(wobble_kind: DatasetKind) -> None:
 
 
 def test_kind_options_validate_in_one_place() -> None:
-    from react_ros.adapters.react import ReactOptions
+    from react_ros.kinds.react.adapter import ReactOptions
     assert ReactOptions(segment='2', skip_bad='true').segment == 2  # type: ignore[arg-type]
     for bad, match in (({'segment': -1}, 'must be >= 0'), ({'gel_axis': 'up'}, 'one of'),
                        ({'tactile_latency': 1.5}, 'an integer'),

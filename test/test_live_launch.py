@@ -1,4 +1,4 @@
-"""launch/play.launch.py and config/umi.rviz: launch and RViz are not installed here,
+"""launch/play.launch.py and the UMI RViz config: launch and RViz are not installed here,
 so this checks what can be checked without them."""
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def test_launch_file_compiles(tmp_path: Path) -> None:
 
 
 def test_umi_rviz_config() -> None:
-    config = yaml.safe_load((ROOT / 'config' / 'umi.rviz').read_text())
+    config = yaml.safe_load((ROOT / 'react_ros' / 'kinds' / 'umi' / 'umi.rviz').read_text())
     manager = config['Visualization Manager']
     assert manager['Global Options']['Fixed Frame'] == 'world'
     displays = {d['Class']: d for d in manager['Displays']}

@@ -16,12 +16,12 @@ from scipy.spatial.transform import Rotation
 
 from react_ros import cli
 from react_ros.adapters import EpisodeOptions, open_episode
-from react_ros.adapters.objects import ObjectsOptions
-from react_ros.formats.npz import NpzArchive
+from react_ros.kinds.objects.adapter import ObjectsOptions
+from react_ros.kinds.objects.npz import NpzArchive
 from react_ros.ros.msgs import to_ns
-from react_ros.samples.objects import SESSION, SIZES, write_objects_sample
+from react_ros.kinds.objects.sample import SESSION, SIZES, write_objects_sample
 
-BASE_NS = 1_000_000_000  # time_base_s of react_ros/config/objects.yaml
+BASE_NS = 1_000_000_000  # time_base_s of react_ros/kinds/objects/config.yaml
 NPZ = f'{SESSION}/motions/objects.npz'
 MARKERS = f'{SESSION}/motions/object_markers.npz'
 

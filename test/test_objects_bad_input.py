@@ -13,7 +13,7 @@ import pytest
 from bad_input_support import Accepted, Refused, check_accepted, check_refused, ids
 
 from react_ros import cli
-from react_ros.samples.objects import SESSION, write_objects_sample
+from react_ros.kinds.objects.sample import SESSION, write_objects_sample
 
 NPZ = f'{SESSION}/motions/objects.npz'
 MARKERS = f'{SESSION}/motions/object_markers.npz'

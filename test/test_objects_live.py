@@ -13,7 +13,7 @@ from scipy.spatial.transform import Rotation
 
 from live_support import Listener, spawn_player, play_through
 from react_ros.ros.msgs import to_ns
-from react_ros.samples.objects import SESSION, write_objects_sample
+from react_ros.kinds.objects.sample import SESSION, write_objects_sample
 
 pytestmark = pytest.mark.timeout(180)
 BASE_NS = 1_000_000_000

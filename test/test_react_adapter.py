@@ -15,12 +15,12 @@ from react_support import EPISODE, column, edit_json, react_release
 from scipy.spatial.transform import Rotation
 
 from react_ros.adapters import EpisodeOptions, open_episode
-from react_ros.adapters.react import ReactOptions
-from react_ros.formats.parquet_video import (Y_TO_Z, convert_calibration_y_to_z,
+from react_ros.kinds.react.adapter import ReactOptions
+from react_ros.kinds.react.parquet_video import (Y_TO_Z, convert_calibration_y_to_z,
                                              convert_poses_y_to_z, gel_centres_world, project)
 from react_ros.ros.msgs import to_ns
-from react_ros.samples.react import (CENTRE, DIST, camera_matrix, gel_axis_in_rigid, look_at)
-from react_ros.samples.umi import read_frame_index
+from react_ros.kinds.react.sample import (CENTRE, DIST, camera_matrix, gel_axis_in_rigid, look_at)
+from react_ros.kinds.umi.sample import read_frame_index
 
 BASE_NS = 1_778_371_200_000_000_000  # 2026-05-10T00:00:00Z
 
@@ -274,7 +274,7 @@ def test_y_up_poses_and_calibration_are_converted_together(root: Path, tmp_path:
 def test_sample_release_has_the_contract_layout(root: Path) -> None:
     from react_support import read_parquet
 
-    from react_ros.formats.parquet_video import columns
+    from react_ros.kinds.react.parquet_video import columns
     info = json.loads((root / 'meta/info.json').read_text())
     assert info['fps'] == 30 and info['task'] == 'motherboard'
     assert info['video_keys'] == ['view_left', 'view_middle', 'view_right', 'tactile_left',

@@ -280,7 +280,7 @@ REFUSED = [
             ('timestamp',), ID),
     Refused('episode after 2038', _move_episode(AFTER_2038), 'episodes.jsonl', ('2038',),
             ('--episode', AFTER_2038)),
-    # added with the React side-file schemas (react_ros/formats/react_files.py)
+    # added with the React side-file schemas (react_ros/kinds/react/files.py)
     Refused('gel json not utf-8', _write(GEL, b'{"gel_centre_mm": "\xff"}'), GEL, ('UTF-8',),
             ID),
     Refused('gel depth offset a string', _json_set(GEL, 'depth_offset_mm', '-5'), GEL,
@@ -339,7 +339,7 @@ def _release_y_up_with_a_dropout(root: Path) -> None:
     """The whole release as recorded, Y-up (poses and cameras), one sensor_left row NaN."""
     from scipy.spatial.transform import Rotation
 
-    from react_ros.formats.parquet_video import Y_TO_Z
+    from react_ros.kinds.react.parquet_video import Y_TO_Z
     world_z = np.eye(4)
     world_z[:3, :3] = Y_TO_Z
     for cam in ('left', 'middle', 'right'):

@@ -1,4 +1,4 @@
-"""config/react.rviz, the launch arguments and the node parameters for a React episode.
+"""The React RViz config, the launch arguments and the node parameters for a React episode.
 
 launch and RViz are not installed here: the configs are checked as data, the node's
 parameter handling as the function the node calls.
@@ -13,7 +13,7 @@ import pytest
 
 from react_ros.adapters import KINDS
 from react_ros.adapters.base import EpisodeOptions
-from react_ros.adapters.react import ReactOptions
+from react_ros.kinds.react.adapter import ReactOptions
 from react_ros.errors import ReactRosError
 from react_ros.launch_args import launch_arguments
 from react_ros.node import episode_options, parameter_defaults
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_react_rviz_shows_tf_cameras_forces_and_object() -> None:
-    manager = yaml.safe_load((ROOT / 'config' / 'react.rviz').read_text())['Visualization Manager']
+    manager = yaml.safe_load((ROOT / 'react_ros' / 'kinds' / 'react' / 'react.rviz').read_text())['Visualization Manager']
     assert manager['Global Options']['Fixed Frame'] == 'world'
     by_class: dict[str, list[str]] = {}
     for d in manager['Displays']:

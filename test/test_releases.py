@@ -64,7 +64,7 @@ def _annotation(episode: Episode) -> dict[str, Any]:
 
 
 def _umi_hour(episode: Episode) -> int:
-    from react_ros.samples.umi import EPOCH_NS
+    from react_ros.kinds.umi.sample import EPOCH_NS
     return (episode.start_ns - EPOCH_NS) // 3_600_000_000_000
 
 
@@ -72,8 +72,8 @@ def _react_is(episode: Episode, ref: EpisodeRef, k: int) -> bool:
     """Named as asked, and played from the table episodes.jsonl names for that id."""
     import pyarrow.parquet as pq
 
-    from react_ros.adapters.react import table_path
-    from react_ros.formats.parquet_video import date_base_ns
+    from react_ros.kinds.react.adapter import table_path
+    from react_ros.kinds.react.parquet_video import date_base_ns
     table = pq.read_table(table_path(ref.path, ref.id))
     t = table.column('timestamp').to_pylist()
     return (_annotation(episode)['episode'] == ref.id

@@ -21,10 +21,10 @@ from robotwin_support import EP0, EP1, EPISODE, EXTRA0, NO_EXTRA, robotwin_relea
 from scipy.spatial.transform import Rotation
 
 from react_ros.adapters import EpisodeOptions, open_episode
-from react_ros.adapters.robotwin import RobotwinOptions
-from react_ros.formats.robotwin_hdf5 import aligned_indices
+from react_ros.kinds.robotwin.adapter import RobotwinOptions
+from react_ros.kinds.robotwin.hdf5 import aligned_indices
 
-BASE_NS = 1_000_000_000  # config/robotwin.yaml: time_base_s
+BASE_NS = 1_000_000_000  # kinds/robotwin/config.yaml: time_base_s
 STEP_NS = 100_000_000  # 10 Hz, the default --fps
 HEAD = 'observation/head_camera'
 Msgs = dict[str, list[tuple[int, Any]]]
@@ -292,7 +292,7 @@ def test_aligned_frames_follow_the_single_rule() -> None:
 
 @pytest.mark.parametrize('t', [132, 129, 128, 70])
 def test_aligned_frames_are_the_only_frames_played(t: int, tmp_path: Path) -> None:
-    from react_ros.samples.robotwin import write_episode
+    from react_ros.kinds.robotwin.sample import write_episode
     data = tmp_path / 'agilex' / 'task' / 'gt_export' / 'data'
     data.mkdir(parents=True)
     path = write_episode(data, 0, t, seed=1, size=(32, 24), extra=False)
@@ -306,7 +306,7 @@ def test_aligned_frames_are_the_only_frames_played(t: int, tmp_path: Path) -> No
 
 
 def test_a_franka_episode_gets_the_franka_joint_layout(tmp_path: Path) -> None:
-    from react_ros.samples.robotwin import write_episode
+    from react_ros.kinds.robotwin.sample import write_episode
     data = tmp_path / 'franka' / 'adjust_bottle' / 'gt_export' / 'data'
     data.mkdir(parents=True)
     path = write_episode(data, 3, 6, seed=2, size=(32, 24), extra=False, embodiment='franka')
@@ -352,7 +352,7 @@ def test_prefetched_streams_raise_in_the_reader_and_stop_when_it_stops() -> None
 
     from std_msgs.msg import String
 
-    from react_ros.adapters.robotwin import prefetched
+    from react_ros.kinds.robotwin.adapter import prefetched
     from react_ros.errors import DatasetFormatError
 
     def failing() -> Any:
@@ -404,7 +404,7 @@ def test_image_scale_scales_colour_images_and_their_k_only(release: Path, files:
 
 def test_the_episode_file_and_every_folder_above_it_are_claimed(release: Path) -> None:
     from react_ros.adapters import detect_kind
-    from react_ros.adapters.robotwin import episodes_below
+    from react_ros.kinds.robotwin.adapter import episodes_below
     data = release / EP0
     for path in (data, *list(data.parents)[:5]):
         assert detect_kind(path) == 'robotwin', path

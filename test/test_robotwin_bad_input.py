@@ -15,8 +15,8 @@ import pytest
 from bad_input_support import Accepted, Refused, check_accepted, check_refused, ids
 from robotwin_support import DATA, EP0, EPISODE, EXTRA0, robotwin_release
 
-from react_ros.formats.robotwin_hdf5 import decode_jpeg
-from react_ros.samples.robotwin import encode_jpeg
+from react_ros.kinds.robotwin.hdf5 import decode_jpeg
+from react_ros.kinds.robotwin.sample import encode_jpeg
 
 HEAD = 'observation/head_camera'
 REPORT = 'reports/replay_success_check_failed.json'

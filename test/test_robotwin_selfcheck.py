@@ -14,8 +14,8 @@ from robotwin_support import EP0, EPISODE, robotwin_release
 
 from react_ros import cli
 from react_ros.adapters import open_episode
-from react_ros.formats import robotwin_hdf5 as rh
-from react_ros.samples.robotwin import write_episode
+from react_ros.kinds.robotwin import hdf5 as rh
+from react_ros.kinds.robotwin.sample import write_episode
 
 
 def _episode(tmp_path: Path, **kwargs: object) -> Path:

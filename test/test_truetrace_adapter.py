@@ -22,12 +22,12 @@ from truetrace_support import EP, EXPORT, edit_json, truetrace_package
 
 from react_ros.adapters import detect_kind, open_episode
 from react_ros.adapters.base import EpisodeOptions
-from react_ros.adapters.truetrace import TrueTraceOptions
-from react_ros.formats.truetrace_geometry import project_equidistant, project_plumb_bob
-from react_ros.samples.truetrace import IMU_OFFSET_S, SOURCE_OFFSET
+from react_ros.kinds.truetrace.adapter import TrueTraceOptions
+from react_ros.kinds.truetrace.geometry import project_equidistant, project_plumb_bob
+from react_ros.kinds.truetrace.sample import IMU_OFFSET_S, SOURCE_OFFSET
 from react_ros.sinks.bag import write_bag
 
-BASE_NS = 1_000_000_000  # config/truetrace.yaml time_base_ns
+BASE_NS = 1_000_000_000  # kinds/truetrace/config.yaml time_base_ns
 
 
 def _ns(seconds: float) -> int:

@@ -17,7 +17,7 @@ import pytest
 from bad_input_support import Accepted, Refused, check_accepted, check_refused, ids
 from truetrace_support import EP, EXPORT, edit_json, edit_lines, truetrace_package
 
-from react_ros.formats.truetrace_files import IMU_COLUMNS
+from react_ros.kinds.truetrace.files import IMU_COLUMNS
 from react_ros.formats.video import decode_rgb
 
 CAL = f'{EP}/calibration.json'

@@ -16,12 +16,12 @@ from rclpy.serialization import deserialize_message
 
 from react_ros.adapters import detect_kind, open_episode
 from react_ros.adapters.base import Episode, EpisodeOptions
-from react_ros.adapters.umi import UmiAdapter
+from react_ros.kinds.umi.adapter import UmiAdapter
 from react_ros.errors import SinkError
 from react_ros.formats import video
 from react_ros.formats.mcap_bag import McapBag
 from react_ros.ros.msgs import message_class, to_ns
-from react_ros.samples.umi import CAMERAS, read_frame_index, write_umi_sample
+from react_ros.kinds.umi.sample import CAMERAS, read_frame_index, write_umi_sample
 from react_ros.streams import Role, Stream
 
 POSE = '/{}/perception_interface/pose/state'

@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 import pytest
 
-from react_ros.samples.truetrace import EPISODE, EXPORT, write_truetrace_sample
+from react_ros.kinds.truetrace.sample import EPISODE, EXPORT, write_truetrace_sample
 
 TT_SECONDS = 2.0
 TT_SIZE = (192, 108)

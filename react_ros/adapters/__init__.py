@@ -1,29 +1,31 @@
-"""The registry of dataset kinds: one DatasetKind per dataset, one line each below.
+"""The registry of dataset kinds: every folder under react_ros/kinds/ is one.
 
-A new dataset is one adapter module (its adapter, options and KIND), one
-sample generator, react_ros/config/<kind>.yaml, config/<kind>.rviz, and its
-line in BUILTIN. The CLI, the player node and the launch file read kinds and
-their options from here.
+A dataset is one folder, react_ros/kinds/<kind>/: its file readers (no ROS), its
+adapter with its options dataclass and `KIND` (adapter.py), its sample generator
+(sample.py), config.yaml and <kind>.rviz. Nothing else names it: the CLI, the
+player node, the launch file, convert-all and the tests read every kind from here.
 """
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import pkgutil
 from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping
 
-from react_ros.adapters import objects, react, robotwin, truetrace, umi
+from react_ros import kinds as _kinds_package
 from react_ros.adapters.base import DatasetKind, Episode, EpisodeOptions, EpisodeRef
 from react_ros.errors import DatasetFormatError, ReactRosError
 from react_ros.options import Option, options_of
 
-BUILTIN = (
-    umi.KIND,
-    react.KIND,
-    objects.KIND,
-    truetrace.KIND,
-    robotwin.KIND,
-)
+
+def _found_kinds() -> tuple[DatasetKind, ...]:
+    """`KIND` of react_ros/kinds/<k>/adapter.py for every <k>, by each KIND's `order`."""
+    names = [m.name for m in pkgutil.iter_modules(_kinds_package.__path__) if m.ispkg]
+    found = [importlib.import_module(f'react_ros.kinds.{n}.adapter').KIND for n in names]
+    return tuple(sorted(found, key=lambda k: (k.order, k.name)))
+
 
 _KINDS: dict[str, DatasetKind] = {}
 KINDS: Mapping[str, DatasetKind] = MappingProxyType(_KINDS)  # read-only view, by name
@@ -117,6 +119,7 @@ def open_episode(path: Path, kind: str | None = None,
     return desc.adapter(path, dataclasses.replace(options, own=own)).open()
 
 
+BUILTIN = _found_kinds()
 for _kind in BUILTIN:
     register(_kind)
 

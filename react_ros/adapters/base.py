@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Protocol
+from typing import Any, Callable, ClassVar, Mapping, Protocol
 
 import yaml
 
@@ -104,15 +104,30 @@ class DatasetKind:
     # when `root` is not one (never raises for that; a release it claims but cannot
     # list raises DatasetFormatError naming the file). Used by convert-all.
     find_episodes: Callable[[Path], list[EpisodeRef] | None] | None = None
+    # Where the kind sits in lists (help groups, `known: ...`): lower first.
+    order: int = 100
+    # The demo's video size where the kind's own would not play in real time on a
+    # 2-core machine; None plays the sample at its own size.
+    demo_resolution: tuple[int, int] | None = None
+    # A sample small enough for tests of many episodes (kwargs of the sample writer).
+    small_sample: Mapping[str, Any] = field(default_factory=dict)
+    # Which of an episode's own source files is read first when it opens (its table or
+    # metadata, not a video): what a test truncates to get a refusal before any output.
+    read_first: Callable[[Path], bool] | None = None
 
     @property
     def config_file(self) -> str:
-        """Package data: react_ros/config/<name>.yaml (also installed to share/)."""
-        return f'config/{self.name}.yaml'
+        """Package data: react_ros/kinds/<name>/config.yaml, beside the kind's code."""
+        return f'kinds/{self.name}/config.yaml'
+
+    @property
+    def source_rviz(self) -> str:
+        """The RViz config in the package: react_ros/kinds/<name>/<name>.rviz."""
+        return f'kinds/{self.name}/{self.name}.rviz'
 
     @property
     def rviz_file(self) -> str:
-        """config/<name>.rviz in the package's share directory."""
+        """config/<name>.rviz in the package's share directory (installed from the kind's folder)."""
         return f'config/{self.name}.rviz'
 
     def config(self) -> dict[str, Any]:

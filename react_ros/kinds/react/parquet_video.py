@@ -20,7 +20,7 @@ from scipy.spatial.transform import Rotation
 from react_ros.errors import DatasetFormatError
 
 if TYPE_CHECKING:
-    from react_ros.formats.react_files import Camera, Gel
+    from react_ros.kinds.react.files import Camera, Gel
 
 # dexforce.STIFFNESS_N_PER_M of the format document: penetration_mm = F / (k / 1000).
 STIFFNESS_N_PER_M = 2000.0

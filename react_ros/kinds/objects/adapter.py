@@ -3,7 +3,7 @@
 One session folder `RELEASE/<session>/` (meshes under `RELEASE/objects/<Object>/`),
 or a release root with `--episode <session>` (no option needed when it holds one).
 
-Time base: header.stamp = `time_base_s` (react_ros/config/objects.yaml, 1 s) +
+Time base: header.stamp = `time_base_s` (react_ros/kinds/objects/config.yaml, 1 s) +
 the npz's `t` (seconds from the session start). The files record no absolute
 time; the offset keeps a first frame at t = 0 from being stamp 0, which tf2
 reads as "latest".
@@ -37,10 +37,10 @@ from visualization_msgs.msg import Marker, MarkerArray
 from react_ros.adapters.base import DatasetKind, Episode, EpisodeOptions, EpisodeRef
 from react_ros.adapters.poses import NON_UNIT, ZERO_QUATERNION, PosePolicy, PoseRule
 from react_ros.errors import DatasetFormatError
-from react_ros.formats.objects_session import (
+from react_ros.kinds.objects.session import (
     HELD_BY, MARKERS_NPZ, MOTION, OBJECTS_JSON, OBJECTS_NPZ, QUALITY, Instance,
     frames_of, marker_residual_mm, read_session, rigid_faults, scan_markers, scan_poses)
-from react_ros.formats.ply import ply_bounds
+from react_ros.kinds.objects.ply import ply_bounds
 from react_ros.formats.times import check_ns, seconds_to_ns
 from react_ros.options import KindOptions, at_least, option
 from react_ros.ros.cdr_writer import CdrWriter, SphereLists, delete_marker_cdr, tf_message_cdr
@@ -466,8 +466,10 @@ def _session_ref(folder: Path, episode_id: str, meshes: tuple[Path, ...]) -> Epi
 KIND = DatasetKind(
     name='objects', title='mocap object poses: a session of objects.npz at 120 Hz with meshes',
     adapter=ObjectsAdapter, options=ObjectsOptions,
-    sample='react_ros.samples.objects:write_objects_sample',
+    sample='react_ros.kinds.objects.sample:write_objects_sample',
     demo_episode=None,
-    find_episodes=find_episodes)
+    find_episodes=find_episodes, order=2,
+    small_sample={'duration_s': 1.0},
+    read_first=lambda p: p.name == 'objects.npz')
 
 __all__ = ['KIND', 'ObjectsAdapter', 'ObjectsOptions', 'find_episodes']

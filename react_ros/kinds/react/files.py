@@ -18,7 +18,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from react_ros.errors import DatasetFormatError
-from react_ros.formats.parquet_video import EPISODE_ID, MM_SUSPECT_M, VIDEO_KEYS
+from react_ros.kinds.react.parquet_video import EPISODE_ID, MM_SUSPECT_M, VIDEO_KEYS
 from react_ros.formats.text_files import read_text
 
 

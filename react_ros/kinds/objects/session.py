@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from react_ros.errors import DatasetFormatError
-from react_ros.formats.npz import NpzArchive
+from react_ros.kinds.objects.npz import NpzArchive
 from react_ros.formats.text_files import read_text
 
 OBJECTS_NPZ = 'motions/objects.npz'

@@ -6,7 +6,7 @@ by its path below that folder without `gt_export/data` and `.hdf5`
 (`agilex/beat_block_hammer/episode0` from the root, `episode0` from a task);
 a folder holding one episode needs none.
 
-Time base: frame i is stamped time_base_s (config/robotwin.yaml, 1 s) +
+Time base: frame i is stamped time_base_s (config.yaml beside this file, 1 s) +
 i / --fps (default 10 Hz; the files record no rate). Colours: the stored
 JPEGs have R and B swapped; they are decoded and swapped back, which the
 point cloud's own colours confirm (a conformance line of `info`).
@@ -34,7 +34,7 @@ from react_ros.adapters.base import (DatasetKind, Episode, EpisodeOptions, Episo
 from react_ros.adapters.poses import NON_UNIT, ZERO_QUATERNION, PosePolicy, PoseRule
 from react_ros.adapters.video_streams import MAX_SIDE
 from react_ros.errors import DatasetFormatError, ReactRosError
-from react_ros.formats import robotwin_hdf5 as rh
+from react_ros.kinds.robotwin import hdf5 as rh
 from react_ros.formats.times import check_ns, seconds_to_ns
 from react_ros.formats.video import scaled_size
 from react_ros.options import KindOptions, option
@@ -52,7 +52,7 @@ JOIN_S = 10.0
 EMBODIMENTS = ('agilex', 'franka')
 REPLAY_REPORT = 'reports/replay_success_check_failed.json'
 CLOUD_FIELDS = ('x', 'y', 'z', 'rgb')
-DEFAULT_FPS = float(package_config('config/robotwin.yaml')['fps'])
+DEFAULT_FPS = float(package_config('kinds/robotwin/config.yaml')['fps'])
 
 
 def _positive(v: Any) -> str | None:
@@ -62,7 +62,7 @@ def _positive(v: Any) -> str | None:
 @dataclass(frozen=True)
 class RobotwinOptions(KindOptions):
     fps: float = option(DEFAULT_FPS, 'frame rate the stamps are made with: frame i at 1 s + '
-                        'i/FPS (the files record none; default from config/robotwin.yaml)',
+                        'i/FPS (the files record none; default in config.yaml beside the adapter)',
                         metavar='FPS', check=_positive)
     aligned_frames: bool = option(False, 'play only the 33 aligned frames (arange(33)*4, or '
                                   'linspace(0, T-1, 33) when T < 129)')
@@ -699,9 +699,11 @@ KIND = DatasetKind(
     name='robotwin', title='RoboTwin 2.0 ground-truth episodes: HDF5 with JPEG frames, depth, '
     'segmentation, point clouds (+ _extra)',
     adapter=RobotwinAdapter, options=RobotwinOptions,
-    sample='react_ros.samples.robotwin:write_robotwin_sample',
+    sample='react_ros.kinds.robotwin.sample:write_robotwin_sample',
     demo_episode='agilex/beat_block_hammer/episode0',
-    find_episodes=find_episodes)
+    find_episodes=find_episodes, order=4,
+    small_sample={'duration_s': 0.3, 'width': 32, 'height': 24},
+    read_first=lambda p: p.suffix == '.hdf5' and not p.name.endswith('_extra.hdf5'))
 
 __all__ = ['KIND', 'RobotwinAdapter', 'RobotwinOptions', 'channel_check', 'depth_check',
            'episodes_below', 'find_episodes', 'point_cloud', 'replay_report', 'typed_image']

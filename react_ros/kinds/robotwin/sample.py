@@ -30,7 +30,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from react_ros.errors import SinkError
-from react_ros.formats.robotwin_hdf5 import GL_TO_CV
+from react_ros.kinds.robotwin.hdf5 import GL_TO_CV
 from react_ros.samples.writing import write_sample
 from react_ros.sinks.output import check_stop
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from react_ros.formats.parquet_video import (FINGERPRINT_TOLERANCE_PX, MAX_QUAT_NORM_ERROR,
+from react_ros.kinds.react.parquet_video import (FINGERPRINT_TOLERANCE_PX, MAX_QUAT_NORM_ERROR,
                                              MM_SUSPECT_M, POSE_COLUMNS, SIDES,
                                              STIFFNESS_N_PER_M, Table, convert_poses_y_to_z,
                                              fingerprint_error_px, fingerprint_problem,
                                              gel_centres_world, project)
-from react_ros.formats.react_files import Camera, Gel
+from react_ros.kinds.react.files import Camera, Gel
 
 ASSUMED_HZ = 30.0
 MAX_ROWS = 200  # rows projected per check: plenty for a median, cheap for long episodes

@@ -24,10 +24,10 @@ import av
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from react_ros.formats.parquet_video import (POSE_COLUMNS, SIDES, STIFFNESS_N_PER_M, VIDEO_KEYS,
+from react_ros.kinds.react.parquet_video import (POSE_COLUMNS, SIDES, STIFFNESS_N_PER_M, VIDEO_KEYS,
                                              VIEWS, WORLD_FRAME_KEY, gel_centres_world, project)
 from react_ros.errors import SinkError
-from react_ros.samples.umi import frame_index_bits
+from react_ros.kinds.umi.sample import frame_index_bits
 from react_ros.samples.writing import write_sample
 from react_ros.sinks.output import check_stop
 

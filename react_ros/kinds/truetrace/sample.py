@@ -28,7 +28,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from react_ros.errors import SinkError
-from react_ros.formats.truetrace_geometry import project_equidistant
+from react_ros.kinds.truetrace.geometry import project_equidistant
 from react_ros.samples.writing import write_sample
 from react_ros.sinks.output import check_stop
 

@@ -4,7 +4,7 @@ Three ways in, one set of messages: the package root (`episodes/episode_NNNNNN/`
 `--episode` picks one, the only one by default), one episode folder, or the
 single-file HDF5 export (its mp4s named relative to the .h5's folder).
 
-Time base: stamp = time_base_ns (config/truetrace.yaml, 1 s) + the clip time. cam0
+Time base: stamp = time_base_ns (config.yaml beside this file, 1 s) + the clip time. cam0
 frame i and cam1 frame i are both stamped with cam0 frame i's t_s; an IMU row with
 t_s + time_offset_to_cam0_s (the IMU clock moved onto cam0's: a negative offset
 means the IMU's clock runs ahead of cam0's). source_frame is information (`info`),
@@ -35,7 +35,7 @@ from react_ros.adapters.video_streams import video_camera_streams
 from react_ros.errors import DatasetFormatError, FrameSyncError
 from react_ros.formats import video
 from react_ros.formats.times import check_ns, seconds_to_ns
-from react_ros.formats.truetrace_files import (
+from react_ros.kinds.truetrace.files import (
     CAMERAS,
     EPISODE_RE,
     H5_SUFFIXES,
@@ -56,7 +56,7 @@ from react_ros.formats.truetrace_files import (
     read_verdicts,
     verify_manifest,
 )
-from react_ros.formats.truetrace_geometry import (
+from react_ros.kinds.truetrace.geometry import (
     MAX_CHECK_FRAMES,
     conformance_lines,
     extrinsics,
@@ -643,8 +643,10 @@ KIND = DatasetKind(
     name='truetrace', title='TrueTrace stereo egocentric episodes: fisheye stereo mp4s, IMU, '
     '3D hands (package, episode folder or HDF5 export)',
     adapter=TrueTraceAdapter, options=TrueTraceOptions,
-    sample='react_ros.samples.truetrace:write_truetrace_sample',
-    find_episodes=find_episodes)
+    sample='react_ros.kinds.truetrace.sample:write_truetrace_sample',
+    find_episodes=find_episodes, order=3,
+    small_sample={'duration_s': 0.5, 'width': 64, 'height': 36},
+    read_first=lambda p: p.name == 'hands_3d.jsonl')
 
 __all__ = ['BONES', 'KIND', 'TrueTraceAdapter', 'TrueTraceOptions', 'find_episodes',
            'package_root']

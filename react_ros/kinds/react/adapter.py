@@ -23,12 +23,12 @@ from react_ros.adapters.poses import NON_UNIT, ZERO_QUATERNION, PosePolicy, Pose
 from react_ros.adapters.video_streams import video_camera_streams
 from react_ros.errors import DatasetFormatError, FrameSyncError, ReactRosError
 from react_ros.formats import video
-from react_ros.formats.parquet_video import (
+from react_ros.kinds.react.parquet_video import (
     FINGERPRINT_TOLERANCE_PX, MAX_QUAT_NORM_ERROR, MM_SUSPECT_M, POSE_COLUMNS, SIDES,
     VIDEO_KEYS, VIEWS, Table, convert_calibration_y_to_z, convert_poses_y_to_z, date_base_ns,
     fingerprint_error_px, fingerprint_problem, read_table)
-from react_ros.formats.react_conformance import conformance_report
-from react_ros.formats.react_files import (Camera, Gel, episode_record, read_bad_frames,
+from react_ros.kinds.react.checks import conformance_report
+from react_ros.kinds.react.files import (Camera, Gel, episode_record, read_bad_frames,
                                            read_camera, read_episode_lines, read_gel, read_info,
                                            read_segments, read_split)
 from react_ros.formats.times import check_ns
@@ -536,8 +536,10 @@ def find_episodes(root: Path) -> list[EpisodeRef] | None:
 KIND = DatasetKind(
     name='react', title='React bimanual tactile task releases: parquet tables and mp4 videos',
     adapter=ReactAdapter, options=ReactOptions,
-    sample='react_ros.samples.react:write_react_sample',
+    sample='react_ros.kinds.react.sample:write_react_sample',
     demo_episode='2026-05-10/episode_000',
-    find_episodes=find_episodes)
+    find_episodes=find_episodes, order=1,
+    small_sample={'duration_s': 0.5, 'width': 64, 'height': 48},
+    read_first=lambda p: p.suffix == '.parquet')
 
 __all__ = ['KIND', 'ReactAdapter', 'ReactOptions', 'find_episodes']

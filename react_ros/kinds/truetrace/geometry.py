@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from react_ros.formats.truetrace_files import Calibration, CameraCalibration
+from react_ros.kinds.truetrace.files import Calibration, CameraCalibration
 
 MAX_CHECK_FRAMES = 200  # frames with a hand projected by the self-check
 TOLERANCE_PX = 0.5  # on top of each joint's stated reprojection error (2D written to 0.1 px)

@@ -1,0 +1,1 @@
+"""The objects dataset: readers, adapter (KIND), sample, config.yaml and objects.rviz."""

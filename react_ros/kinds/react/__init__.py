@@ -1,0 +1,1 @@
+"""The react dataset: readers, adapter (KIND), sample, config.yaml and react.rviz."""

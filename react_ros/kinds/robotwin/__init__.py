@@ -1,0 +1,1 @@
+"""The robotwin dataset: readers, adapter (KIND), sample, config.yaml and robotwin.rviz."""

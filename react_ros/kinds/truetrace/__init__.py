@@ -1,0 +1,1 @@
+"""The truetrace dataset: readers, adapter (KIND), sample, config.yaml and truetrace.rviz."""

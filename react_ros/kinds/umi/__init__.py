@@ -1,0 +1,1 @@
+"""The umi dataset: readers, adapter (KIND), sample, config.yaml and umi.rviz."""
