@@ -28,7 +28,7 @@ def log(text: str) -> None:
 
 
 def sample(cache: Path, duration: float) -> Path:
-    from react_ros.samples.objects import write_objects_sample
+    from react_ros.kinds.objects.sample import write_objects_sample
     root = cache / f'objects_{INSTANCES}x_{duration:g}s'
     if not root.exists():
         log(f'writing a {duration:g} s sample with {INSTANCES} instances to {root}')

@@ -38,7 +38,7 @@ IMAGE_TOPICS = [f'/{k}/image_raw' for k in KEYS]
 
 
 def sample(cache: Path, duration: float) -> Path:
-    from react_ros.samples.react import write_react_sample
+    from react_ros.kinds.react.sample import write_react_sample
     root = cache / f'react_640x480_{duration:g}s'
     if not (root / 'episodes.jsonl').exists():
         log(f'writing a {duration:g} s 640x480 React sample to {root}')

@@ -31,7 +31,7 @@ def log(text: str) -> None:
 
 
 def sample(cache: Path) -> Path:
-    from react_ros.samples.robotwin import write_robotwin_sample
+    from react_ros.kinds.robotwin.sample import write_robotwin_sample
     root = cache / f'robotwin_{FRAMES}f_320x240'
     if not root.exists():
         log(f'writing a {FRAMES}-frame 320x240 RoboTwin sample to {root}')

@@ -27,7 +27,7 @@ IMAGE_TOPICS = ['/cam0/image_raw', '/cam1/image_raw']
 
 
 def sample(cache: Path, duration: float) -> Path:
-    from react_ros.samples.truetrace import write_truetrace_sample
+    from react_ros.kinds.truetrace.sample import write_truetrace_sample
     root = cache / f'truetrace_1920x1080_{duration:g}s'
     if not (root / 'MANIFEST.sha256').exists():
         log(f'writing a {duration:g} s 1920x1080 TrueTrace sample to {root}')

@@ -53,7 +53,7 @@ def log(msg: str) -> None:
 
 
 def sample(cache: Path, duration: float) -> Path:
-    from react_ros.samples.umi import write_umi_sample
+    from react_ros.kinds.umi.sample import write_umi_sample
     ep = cache / f'umi_1920x1200_{duration:g}s'
     if not (ep / 'data' / 'episode.mcap').exists():
         log(f'writing a {duration:g} s 1920x1200 UMI sample to {ep}')
