@@ -20,6 +20,7 @@ from react_ros.options import KindOptions, Option
 from react_ros.ros.isolation import RANGE_VAR, keep_discovery_local
 
 EXIT_BAD_INPUT = 2
+IMAGE_TYPE = 'sensor_msgs/msg/Image'  # what --images encodes
 DEMO_SECONDS = 10.0
 # The demo's video size where a kind's own would not play in real time on a
 # 2-core machine. UMI's 1920x1200 x 3 cameras x 60 Hz reached a real-time factor of
@@ -267,9 +268,25 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_images(episode, streams, images: str, where: str = 'in the episode') -> None:
+    """Refuse --images jpeg/png/h264 when no stream of `streams` is an Image.
+
+    It would write or publish exactly what raw does: the user asked for something
+    this episode cannot give (a kind without cameras such as objects, or --topics
+    leaving the cameras out) and is told so, as an unknown --topics name is.
+    """
+    if images == 'raw' or any(s.msg_type == IMAGE_TYPE for s in streams):
+        return
+    raise ReactRosError(f'{episode.path}: --images {images}: no {IMAGE_TYPE} stream {where}, '
+                        f'so nothing to encode (leave --images out)')
+
+
 def cmd_convert(args: argparse.Namespace) -> int:
-    from react_ros.sinks.bag import write_bag
+    from react_ros.sinks.bag import select_streams, write_bag
     episode = _open(args)
+    chosen = select_streams(episode.streams, args.topics, args.exclude)
+    _check_images(episode, chosen, args.images, 'among the topics chosen'
+                  if args.topics is not None or args.exclude else 'in the episode')
     from react_ros.progress import Counter
     # A log or a pipe gets no progress unless asked: its last line must be the error, if any.
     show = not args.quiet and (args.progress or sys.stderr.isatty())
@@ -342,8 +359,12 @@ def _play(episode, args: argparse.Namespace, show_rates: bool = False) -> int:
 
 
 def cmd_play(args: argparse.Namespace) -> int:
+    def opened():
+        episode = _open(args)
+        _check_images(episode, episode.streams, args.images)
+        return episode
     # opened by the player, once its DDS participant is up (discovery runs meanwhile)
-    return _play(lambda: _open(args), args)
+    return _play(opened, args)
 
 
 def _cache_dir() -> Path:

@@ -19,7 +19,7 @@ from react_ros.adapters.base import Episode
 from react_ros.progress import Progress
 from react_ros.ros.state_publisher import start_state_publisher
 from react_ros.sinks.compressed_video import episode_with_images
-from react_ros.sinks.live import PlaybackStats, Player, PlayOptions, player_node
+from react_ros.sinks.live import PlaybackStats, Player, PlayOptions, check_playable, player_node
 from react_ros.sinks.tuning import freeze_heap, tune_for_playback
 
 
@@ -80,6 +80,7 @@ def play_episode(episode: Episode | Callable[[], Episode], args: argparse.Namesp
         if callable(episode):
             episode = episode()
         episode = episode_with_images(episode, args.images, reencode=not args.no_reencode)
+        check_playable(episode, options)  # before the state publisher publishes anything
         if episode.urdf and not args.no_state_publisher:
             rsp = start_state_publisher(episode.urdf, source=episode.path,
                                         env=state_publisher_env)

@@ -146,6 +146,13 @@ class PlaybackStats:
     rtf: float | None = None
     dropped: int = 0  # late frames not sent (drop_late_s), all topics
     waited_s: float = 0.0  # wall time spent waiting for readers to acknowledge (flow control)
+    # dataset time from the first to the last data message published: what span_s played
+    span_ns: int = 0
+
+    @property
+    def pace(self) -> float | None:
+        """Dataset seconds played per wall second, first to last message; None: too few."""
+        return self.span_ns / 1e9 / self.span_s if self.span_s > 0 else None
 
 
 class Player:
@@ -163,6 +170,7 @@ class Player:
         self.episode = episode
         self.options = opts = options or PlayOptions()
         _check_options(opts)
+        check_playable(episode, opts)
         self.streams = self._select(episode.streams)
         self.timeline = tl.Timeline(
             episode.start_ns, episode.end_ns, rate=opts.rate, start_offset_s=opts.start_offset_s,
@@ -199,6 +207,7 @@ class Player:
         self.discovery: discovery.Settled | None = None
         self._first_pub: float | None = None  # wall times of the first and last data message
         self._last_pub = 0.0
+        self._first_pub_ns = self._last_pub_ns = 0  # and their dataset times
         self._lateness: list[float] | None = [] if opts.record_lateness else None
 
         self._publishers: dict[str, Any] = {}
@@ -318,13 +327,14 @@ class Player:
                       for t in counts}
             played = self._played_ns
             span = self._last_pub - self._first_pub if self._first_pub is not None else 0.0
+            span_ns = self._last_pub_ns - self._first_pub_ns
             waited = self._waited_s
         t = self.timeline
         paused = t.paused
         return PlaybackStats(topics, played, t.t_end - t.t0, t.rate, paused,
                              sum(counts.values()), sum(s.failed for s in topics.values()), t.loops,
                              span, None if paused else rtf,
-                             sum(s.dropped for s in topics.values()), waited)
+                             sum(s.dropped for s in topics.values()), waited, span_ns)
 
     # --- the publishing thread -------------------------------------------------
 
@@ -450,7 +460,7 @@ class Player:
                     continue
                 if not self._wait_for_room(topic):
                     return tl.STOP if timeline.stopped else tl.SEEK
-                self._publish(self.streams[ev.stream_idx], ev.msg)
+                self._publish(self.streams[ev.stream_idx], ev.msg, ev.t_ns)
                 if action == tl.GO:
                     if self._lateness is not None:
                         self._lateness.append(time.monotonic() - timeline.last_due)
@@ -494,7 +504,7 @@ class Player:
             with self._stats_lock:
                 self._waited_s += time.monotonic() - start
 
-    def _publish(self, stream: Stream, msg: Any) -> None:
+    def _publish(self, stream: Stream, msg: Any, t_ns: int) -> None:
         topic = stream.topic
         if topic in self._latched_tf:
             # A transient-local depth-1 topic keeps only its last message: merge
@@ -520,8 +530,8 @@ class Player:
         with self._stats_lock:
             self._counts[topic] += 1
             if self._first_pub is None:
-                self._first_pub = now
-            self._last_pub = now
+                self._first_pub, self._first_pub_ns = now, t_ns
+            self._last_pub, self._last_pub_ns = now, t_ns
 
     def _publish_clock(self, t_ns: int) -> None:
         if self._clock_pub is None:
@@ -584,11 +594,13 @@ class Player:
     def _report_pace(self) -> None:
         """Over the whole run: the real-time factor reached, and the wait for readers."""
         stats = self.stats()
-        if self.options.quiet or stats.span_s <= 0 or stats.loops or self._pass != 1:
+        pace = stats.pace
+        if self.options.quiet or pace is None or stats.loops or self._pass != 1:
             return  # after a loop or a seek, dataset time played is not wall time's
-        line = (f'played {stats.played_ns / 1e9:.2f} s of the episode in {stats.span_s:.2f} s: '
-                f'real-time factor {stats.played_ns / 1e9 / stats.span_s:.2f} '
-                f'(rate {stats.rate:g})')
+        # What went out, from the first message (at the start offset) to the last:
+        # neither the offset skipped nor the discovery wait before it.
+        line = (f'played {stats.span_ns / 1e9:.2f} s of the episode in {stats.span_s:.2f} s: '
+                f'real-time factor {pace:.2f} (rate {stats.rate:g})')
         if stats.waited_s >= 0.01:
             line += f', {stats.waited_s:.2f} s of it waiting for subscribers to keep up'
         sys.stderr.write(line + '\n')
@@ -672,6 +684,14 @@ def _skip_to(stream: Stream, from_ns: int) -> Iterator[tuple[int, Any]]:
         yield from_ns, last
 
 
+def check_playable(episode: Episode, opts: PlayOptions) -> None:
+    """Refuse a start offset at or past the episode's end, or a duration that plays nothing."""
+    problem = tl.nothing_to_play(episode.start_ns, episode.end_ns, opts.start_offset_s,
+                                 opts.playback_duration_s)
+    if problem is not None:
+        raise ReactRosError(f'{episode.path}: {problem}')
+
+
 def _check_options(opts: PlayOptions) -> None:
     if not (opts.rate > 0 and math.isfinite(opts.rate)):
         raise ReactRosError(f'--rate must be a positive number, not {opts.rate}')
@@ -692,4 +712,5 @@ def _check_options(opts: PlayOptions) -> None:
             raise ReactRosError(f'--remap {src}:={dst}: both topics must be absolute')
 
 
-__all__ = ['PlayOptions', 'PlaybackStats', 'Player', 'TopicStats', 'player_node']
+__all__ = ['PlayOptions', 'PlaybackStats', 'Player', 'TopicStats', 'check_playable',
+           'player_node']
