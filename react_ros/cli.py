@@ -157,7 +157,24 @@ def _play_args(p: argparse.ArgumentParser) -> None:
     p.add_argument('--images', choices=('raw', 'h264'), default='raw',
                    help='raw: sensor_msgs/Image (default); h264: ' + _H264_HELP)
     _no_reencode_arg(p)
+    _foxglove_args(p)
     p.add_argument('-q', '--quiet', action='store_true')
+
+
+def _foxglove_args(p: argparse.ArgumentParser) -> None:
+    """`--foxglove [PORT]`: serve over the Foxglove WebSocket protocol instead of DDS."""
+    from react_ros.sinks.foxglove import DEFAULT_HOST, DEFAULT_PORT
+
+    def port(text: str) -> int:
+        if not text.isdigit() or int(text) > 65535:
+            raise argparse.ArgumentTypeError(f'not a TCP port: {text!r}')
+        return int(text)
+    p.add_argument('--foxglove', type=port, nargs='?', const=DEFAULT_PORT, default=None,
+                   metavar='PORT', help='serve the episode to Foxglove (WebSocket, default port '
+                   f'{DEFAULT_PORT}; 0: a free one) instead of on DDS; needs the [foxglove] extra')
+    p.add_argument('--foxglove-host', default=DEFAULT_HOST, metavar='HOST',
+                   help=f'address the Foxglove server binds (default {DEFAULT_HOST}: this '
+                   'machine only)')
 
 
 class _Parser(argparse.ArgumentParser):

@@ -67,6 +67,11 @@ def play_episode(episode: Episode | Callable[[], Episode], args: argparse.Namesp
     period of theirs) goes on while the episode opens and the state publisher
     starts, instead of after.
     """
+    if getattr(args, 'foxglove', None) is not None:  # no DDS at all: sinks/foxglove.py says why
+        from react_ros.sinks.foxglove import serve_episode
+        return serve_episode(episode, play_options(args), host=args.foxglove_host,
+                             port=args.foxglove, images=args.images,
+                             reencode=not args.no_reencode)
     table = RateTable() if show_rates else None
     options = play_options(args, table)
     state_publisher_env = dict(os.environ)  # it keeps its own DDS and allocator defaults
