@@ -36,6 +36,7 @@ from rclpy.signals import SignalHandlerOptions
 from react_ros.adapters import kind_options, open_episode, resolve_kind
 from react_ros.adapters.base import DatasetKind, EpisodeOptions
 from react_ros.errors import ReactRosError
+from react_ros.ros.stop_signals import StopSignals
 from react_ros.sinks.compressed_video import episode_with_images
 from react_ros.sinks.live import Player, PlayOptions
 from react_ros.sinks.tuning import freeze_heap, tune_for_playback
@@ -157,6 +158,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Our own arguments only (see notes: rclpy would apply sys.argv's remaps itself),
     # and no rclpy signal handlers: the Player turns Ctrl-C into a clean stop.
     tune_for_playback()
+    # A stop signal abandons the set-up (KeyboardInterrupt, caught below), then stops
+    # the player; a repeat (ros2 launch's copy of a terminal's Ctrl-C) is ignored, in
+    # the shutdown too, never a traceback (ros/stop_signals.py).
+    signals = StopSignals('player', _abandon)
     rclpy.init(args=['player', *ros_args], signal_handler_options=SignalHandlerOptions.NO)
     node = None
     try:
@@ -170,17 +175,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         episode = episode_with_images(episode, str(p['images']),
                                       reencode=not _flag(p, 'no_reencode'))
         player = Player(episode, play_options(p), node=node, since=since)
+        signals.on_stop = player.stop
         freeze_heap()
         return player.run()
     except ReactRosError as err:
         print(f'player: {err}', file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # a stop asked for: as ROS nodes do, a clean exit (0)
         return 0
     finally:
+        signals.on_stop = None
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()
+        signals.finish()  # a repeat may still be on its way: ignored
+
+
+def _abandon() -> None:
+    raise KeyboardInterrupt
 
 
 if __name__ == '__main__':

@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import signal
 import sys
 import threading
 import time
@@ -69,6 +68,7 @@ from react_ros.errors import ReactRosError
 from react_ros.progress import Progress
 from react_ros.ros import qos
 from react_ros.ros.msgs import message_class, stamp
+from react_ros.ros.stop_signals import StopSignals
 from react_ros.sinks import discovery
 from react_ros.sinks.flow import POLL_S, AckWindow
 from react_ros.sinks import timeline as tl
@@ -391,20 +391,11 @@ class Player:
                 raise
 
     def _install_signal_handlers(self) -> Callable[[], None]:
-        if threading.current_thread() is not threading.main_thread():
-            return lambda: None
-
-        def handler(signum: int, frame: Any) -> None:
-            if self.timeline.stopped:
-                raise KeyboardInterrupt  # a second Ctrl-C: the user really means it
-            self.stop()
-
-        old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-
-        def restore() -> None:
-            for s, h in old.items():
-                signal.signal(s, h)
-        return restore
+        # SIGINT/SIGTERM stop the playback; the same Ctrl-C delivered twice (a
+        # terminal's and ros2 launch's) is one stop, never a KeyboardInterrupt
+        # raised into the flush or DDS's shutdown (a traceback, or an abort);
+        # a signal well after the first ends the process at once (stop_signals.py).
+        return StopSignals('player', self.stop).restore
 
     def _play(self) -> None:
         start: int | None = self.timeline.first_ns
