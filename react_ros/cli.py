@@ -17,7 +17,7 @@ from react_ros.adapters import KINDS, EpisodeOptions, kind_options, open_episode
 from react_ros.adapters.base import DatasetKind
 from react_ros.errors import ReactRosError
 from react_ros.options import KindOptions, Option
-from react_ros.ros.isolation import RANGE_VAR, keep_discovery_local
+from react_ros.ros.isolation import RANGE_VAR, announce, keep_discovery_local
 
 EXIT_BAD_INPUT = 2
 IMAGE_TYPE = 'sensor_msgs/msg/Image'  # what --images encodes
@@ -400,9 +400,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     # on this machine (before anything creates a DDS participant; the state
     # publisher's process inherits it). `play` keeps ROS 2's default, so an
     # RViz on another machine sees it.
-    if keep_discovery_local():
-        print(f'react-ros demo: DDS discovery stays on this machine ({RANGE_VAR}=LOCALHOST; '
-              f'set {RANGE_VAR}=SUBNET to watch from another one)', file=sys.stderr)
+    # The first line: the domain and range, and how a second terminal joins.
+    announce('react-ros demo', f'DDS discovery stays on this machine; set {RANGE_VAR}=SUBNET '
+             'to watch from another one' if keep_discovery_local() else '')
     root = args.dir or _cache_dir()
     kind = KINDS[args.kind]
     size = DEMO_RESOLUTION.get(args.kind)

@@ -17,6 +17,7 @@ from rclpy.signals import SignalHandlerOptions
 
 from react_ros.adapters.base import Episode
 from react_ros.progress import Progress
+from react_ros.ros.isolation import announce
 from react_ros.ros.state_publisher import start_state_publisher
 from react_ros.sinks.compressed_video import episode_with_images
 from react_ros.sinks.live import PlaybackStats, Player, PlayOptions, check_playable, player_node
@@ -72,6 +73,7 @@ def play_episode(episode: Episode | Callable[[], Episode], args: argparse.Namesp
         return serve_episode(episode, play_options(args), host=args.foxglove_host,
                              port=args.foxglove, images=args.images,
                              reencode=not args.no_reencode)
+    announce('react-ros play')  # the first line (the demo printed its own)
     table = RateTable() if show_rates else None
     options = play_options(args, table)
     state_publisher_env = dict(os.environ)  # it keeps its own DDS and allocator defaults
