@@ -268,6 +268,8 @@ def _kind_values(kind: DatasetKind | None, args: argparse.Namespace,
 
 
 def _open(args: argparse.Namespace, warn: bool = True):
+    if args.kind is None and _is_bag(args.episode):
+        return _open_bag(args, warn)
     kind = resolve_kind(args.episode, args.kind)
     options = EpisodeOptions(image_scale=args.image_scale, episode=args.episode_id,
                              own=_own_options(kind, args))
@@ -278,8 +280,38 @@ def _open(args: argparse.Namespace, warn: bool = True):
     return episode
 
 
+def _is_bag(path: Path) -> bool:
+    from react_ros.formats.rosbag2 import is_rosbag2
+    return is_rosbag2(path)
+
+
+def _open_bag(args: argparse.Namespace, warn: bool):
+    """A rosbag2 bag for info and play: its topics as recorded, through the same player."""
+    from react_ros.adapters.rosbag2 import open_bag
+    if args.command not in ('info', 'play', 'preview'):
+        raise ReactRosError(f'{args.episode}: is a rosbag2 bag already; `react-ros info` and '
+                            '`react-ros play` read it')
+    given = [(opt.flag, getattr(args, opt.name, opt.default), opt.default)
+             for _, opt in kind_options()]
+    for flag, value, default in (('--episode', args.episode_id, None),
+                                 ('--image-scale', args.image_scale, 1.0), *given):
+        if value != default:
+            raise ReactRosError(f'{flag}: applies to dataset episodes, not to the bag '
+                                f'{args.episode} (its messages are played as recorded)')
+    episode = open_bag(args.episode)
+    if warn:
+        for warning in episode.warnings:
+            print(f'warning: {warning}', file=sys.stderr)
+    return episode
+
+
 def cmd_info(args: argparse.Namespace) -> int:
     from react_ros.info import describe
+    if args.kind is None and _is_bag(args.episode):
+        from react_ros.bag_info import describe_bag
+        _open_bag(args, warn=False)  # refuses what does not apply to a bag
+        print(describe_bag(args.episode))
+        return 0
     episode = _open(args, warn=False)
     print(describe(episode))
     return 0
