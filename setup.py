@@ -20,8 +20,8 @@ setup(
     package_data={'react_ros': ['kinds/*/config.yaml', 'kinds/*/*.rviz',
                                 'kinds/*/*.foxglove.json', 'ros/*.xml']},
     install_requires=['setuptools'],
-    # requirements/ray.txt: the same pin for the .venv set-up
-    extras_require={'ray': ['ray>=2.9']},
+    # requirements/ray.txt, requirements/foxglove.txt: the same pins for the .venv set-up
+    extras_require={'ray': ['ray>=2.9'], 'foxglove': ['foxglove-sdk>=0.30,<0.31']},
     zip_safe=True,
     maintainer='react_ros',
     maintainer_email='react_ros@example.com',

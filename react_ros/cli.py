@@ -17,9 +17,10 @@ from react_ros.adapters import KINDS, EpisodeOptions, kind_options, open_episode
 from react_ros.adapters.base import DatasetKind
 from react_ros.errors import ReactRosError
 from react_ros.options import KindOptions, Option
-from react_ros.ros.isolation import RANGE_VAR, keep_discovery_local
+from react_ros.ros.isolation import RANGE_VAR, announce, keep_discovery_local
 
 EXIT_BAD_INPUT = 2
+IMAGE_TYPE = 'sensor_msgs/msg/Image'  # what --images encodes
 DEMO_SECONDS = 10.0
 
 
@@ -151,7 +152,24 @@ def _play_args(p: argparse.ArgumentParser) -> None:
     p.add_argument('--images', choices=('raw', 'h264'), default='raw',
                    help='raw: sensor_msgs/Image (default); h264: ' + _H264_HELP)
     _no_reencode_arg(p)
+    _foxglove_args(p)
     p.add_argument('-q', '--quiet', action='store_true')
+
+
+def _foxglove_args(p: argparse.ArgumentParser) -> None:
+    """`--foxglove [PORT]`: serve over the Foxglove WebSocket protocol instead of DDS."""
+    from react_ros.sinks.foxglove import DEFAULT_HOST, DEFAULT_PORT
+
+    def port(text: str) -> int:
+        if not text.isdigit() or int(text) > 65535:
+            raise argparse.ArgumentTypeError(f'not a TCP port: {text!r}')
+        return int(text)
+    p.add_argument('--foxglove', type=port, nargs='?', const=DEFAULT_PORT, default=None,
+                   metavar='PORT', help='serve the episode to Foxglove (WebSocket, default port '
+                   f'{DEFAULT_PORT}; 0: a free one) instead of on DDS; needs the [foxglove] extra')
+    p.add_argument('--foxglove-host', default=DEFAULT_HOST, metavar='HOST',
+                   help=f'address the Foxglove server binds (default {DEFAULT_HOST}: this '
+                   'machine only)')
 
 
 class _Parser(argparse.ArgumentParser):
@@ -247,6 +265,8 @@ def _kind_values(kind: DatasetKind | None, args: argparse.Namespace,
 
 
 def _open(args: argparse.Namespace, warn: bool = True):
+    if args.kind is None and _is_bag(args.episode):
+        return _open_bag(args, warn)
     kind = resolve_kind(args.episode, args.kind)
     options = EpisodeOptions(image_scale=args.image_scale, episode=args.episode_id,
                              own=_own_options(kind, args))
@@ -257,16 +277,62 @@ def _open(args: argparse.Namespace, warn: bool = True):
     return episode
 
 
+def _is_bag(path: Path) -> bool:
+    from react_ros.formats.rosbag2 import is_rosbag2
+    return is_rosbag2(path)
+
+
+def _open_bag(args: argparse.Namespace, warn: bool):
+    """A rosbag2 bag for info and play: its topics as recorded, through the same player."""
+    from react_ros.adapters.rosbag2 import open_bag
+    if args.command not in ('info', 'play', 'preview'):
+        raise ReactRosError(f'{args.episode}: is a rosbag2 bag already; `react-ros info` and '
+                            '`react-ros play` read it')
+    given = [(opt.flag, getattr(args, opt.name, opt.default), opt.default)
+             for _, opt in kind_options()]
+    for flag, value, default in (('--episode', args.episode_id, None),
+                                 ('--image-scale', args.image_scale, 1.0), *given):
+        if value != default:
+            raise ReactRosError(f'{flag}: applies to dataset episodes, not to the bag '
+                                f'{args.episode} (its messages are played as recorded)')
+    episode = open_bag(args.episode)
+    if warn:
+        for warning in episode.warnings:
+            print(f'warning: {warning}', file=sys.stderr)
+    return episode
+
+
 def cmd_info(args: argparse.Namespace) -> int:
     from react_ros.info import describe
+    if args.kind is None and _is_bag(args.episode):
+        from react_ros.bag_info import describe_bag
+        _open_bag(args, warn=False)  # refuses what does not apply to a bag
+        print(describe_bag(args.episode))
+        return 0
     episode = _open(args, warn=False)
     print(describe(episode))
     return 0
 
 
+def _check_images(episode, streams, images: str, where: str = 'in the episode') -> None:
+    """Refuse --images jpeg/png/h264 when no stream of `streams` is an Image.
+
+    It would write or publish exactly what raw does: the user asked for something
+    this episode cannot give (a kind without cameras such as objects, or --topics
+    leaving the cameras out) and is told so, as an unknown --topics name is.
+    """
+    if images == 'raw' or any(s.msg_type == IMAGE_TYPE for s in streams):
+        return
+    raise ReactRosError(f'{episode.path}: --images {images}: no {IMAGE_TYPE} stream {where}, '
+                        f'so nothing to encode (leave --images out)')
+
+
 def cmd_convert(args: argparse.Namespace) -> int:
-    from react_ros.sinks.bag import write_bag
+    from react_ros.sinks.bag import select_streams, write_bag
     episode = _open(args)
+    chosen = select_streams(episode.streams, args.topics, args.exclude)
+    _check_images(episode, chosen, args.images, 'among the topics chosen'
+                  if args.topics is not None or args.exclude else 'in the episode')
     from react_ros.progress import Counter
     # A log or a pipe gets no progress unless asked: its last line must be the error, if any.
     show = not args.quiet and (args.progress or sys.stderr.isatty())
@@ -339,8 +405,12 @@ def _play(episode, args: argparse.Namespace, show_rates: bool = False) -> int:
 
 
 def cmd_play(args: argparse.Namespace) -> int:
+    def opened():
+        episode = _open(args)
+        _check_images(episode, episode.streams, args.images)
+        return episode
     # opened by the player, once its DDS participant is up (discovery runs meanwhile)
-    return _play(lambda: _open(args), args)
+    return _play(opened, args)
 
 
 def _cache_dir() -> Path:
@@ -359,9 +429,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     # on this machine (before anything creates a DDS participant; the state
     # publisher's process inherits it). `play` keeps ROS 2's default, so an
     # RViz on another machine sees it.
-    if keep_discovery_local():
-        print(f'react-ros demo: DDS discovery stays on this machine ({RANGE_VAR}=LOCALHOST; '
-              f'set {RANGE_VAR}=SUBNET to watch from another one)', file=sys.stderr)
+    # The first line: the domain and range, and how a second terminal joins.
+    announce('react-ros demo', f'DDS discovery stays on this machine; set {RANGE_VAR}=SUBNET '
+             'to watch from another one' if keep_discovery_local() else '')
     root = args.dir or _cache_dir()
     kind = KINDS[args.kind]
     size = KINDS[args.kind].demo_resolution

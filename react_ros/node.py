@@ -2,7 +2,8 @@
 
 Parameters (named like `react-ros play`'s options):
   episode (string, required), kind (string, '' = detect), rate (1.0), loop (false),
-  start_offset (0.0 s), playback_duration (-1 = to the end), start_paused (false),
+  start_offset (0.0 s; at or past the episode's end is refused), playback_duration
+  (-1, or any negative = to the end; 0 is refused), start_paused (false),
   clock (100.0 Hz, 0 = no /clock), topics / exclude (string arrays, or one
   comma-separated string), remap (strings 'FROM:=TO'), image_scale (1.0),
   delay (0.0 s), publish_robot_state (false), quiet (false), episode_id ('' = the
@@ -14,10 +15,14 @@ Parameters (named like `react-ros play`'s options):
   (`react-ros play --help` lists them; e.g. segment, skip_bad, tactile_latency,
   gel_axis for React). An option that is unset by default is declared without a
   value: set it with `-p NAME:=VALUE`.
+A parameter the node does not have (`-p ratee:=2.0`, or one in a params file under
+the node's name or `/**`) is refused (exit 2), naming the closest it has; those
+every rclpy node declares (use_sim_time, start_type_description_service) are taken.
 The node is named react_ros_player; `-r __node:=NAME` renames it (and its services).
 """
 from __future__ import annotations
 
+import difflib
 import sys
 import time
 from pathlib import Path
@@ -31,6 +36,7 @@ from rclpy.signals import SignalHandlerOptions
 from react_ros.adapters import kind_options, open_episode, resolve_kind
 from react_ros.adapters.base import DatasetKind, EpisodeOptions
 from react_ros.errors import ReactRosError
+from react_ros.ros.stop_signals import StopSignals
 from react_ros.sinks.compressed_video import episode_with_images
 from react_ros.sinks.live import Player, PlayOptions
 from react_ros.sinks.tuning import freeze_heap, tune_for_playback
@@ -54,8 +60,33 @@ def parameter_defaults() -> dict[str, Any]:
 def declare_parameters(node: Node) -> dict[str, Any]:
     # Dynamic typing: `-p rate:=2` arrives as an integer and must still work.
     dyn = ParameterDescriptor(dynamic_typing=True)
-    return {name: node.declare_parameter(name, default, dyn).value
-            for name, default in parameter_defaults().items()}
+    values = {name: node.declare_parameter(name, default, dyn).value
+              for name, default in parameter_defaults().items()}
+    refuse_unknown_parameters(node)
+    return values
+
+
+def refuse_unknown_parameters(node: Node) -> None:
+    """Refuse an override (-p, a params file) of a parameter `node` never declared.
+
+    rclpy drops those without a word (allow_undeclared_parameters is False), so
+    `-p ratee:=2.0` played at rate 1. The overrides are what rcl resolved for
+    this node from its --ros-args: `-p`, and params files' entries under its
+    name or a wildcard. rclpy keeps them in Node._parameter_overrides (every
+    release from Foxy to Kilted), and no public call lists them.
+    """
+    known = sorted(node.list_parameters([], 0).names)  # ours, and rclpy's own (use_sim_time)
+    unknown = [name for name in sorted(getattr(node, '_parameter_overrides', {}))
+               if name not in known]
+    if not unknown:
+        return
+    problems = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, known, n=1)
+        problems.append(f'parameter {name!r} is not a parameter of the player; '
+                        + (f'did you mean {close[0]!r}?' if close
+                           else f'it has {", ".join(known)}'))
+    raise ReactRosError('; '.join(problems))
 
 
 def _strings(value: Any) -> list[str]:
@@ -95,7 +126,8 @@ def play_options(p: dict[str, Any]) -> PlayOptions:
     return PlayOptions(
         rate=_number(p, 'rate'), loop=_flag(p, 'loop'),
         start_offset_s=_number(p, 'start_offset'),
-        playback_duration_s=duration if duration > 0 else None,
+        # negative: to the end (the default -1); 0 plays nothing and is refused
+        playback_duration_s=duration if duration >= 0 else None,
         start_paused=_flag(p, 'start_paused'), clock_hz=_number(p, 'clock'),
         topics=topics or None, exclude=tuple(_strings(p['exclude'])), remap=remap,
         quiet=_flag(p, 'quiet'), keyboard=False, delay_s=_number(p, 'delay'),
@@ -126,6 +158,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Our own arguments only (see notes: rclpy would apply sys.argv's remaps itself),
     # and no rclpy signal handlers: the Player turns Ctrl-C into a clean stop.
     tune_for_playback()
+    # A stop signal abandons the set-up (KeyboardInterrupt, caught below), then stops
+    # the player; a repeat (ros2 launch's copy of a terminal's Ctrl-C) is ignored, in
+    # the shutdown too, never a traceback (ros/stop_signals.py).
+    signals = StopSignals('player', _abandon)
     rclpy.init(args=['player', *ros_args], signal_handler_options=SignalHandlerOptions.NO)
     node = None
     try:
@@ -139,17 +175,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         episode = episode_with_images(episode, str(p['images']),
                                       reencode=not _flag(p, 'no_reencode'))
         player = Player(episode, play_options(p), node=node, since=since)
+        signals.on_stop = player.stop
         freeze_heap()
         return player.run()
     except ReactRosError as err:
         print(f'player: {err}', file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # a stop asked for: as ROS nodes do, a clean exit (0)
         return 0
     finally:
+        signals.on_stop = None
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()
+        signals.finish()  # a repeat may still be on its way: ignored
+
+
+def _abandon() -> None:
+    raise KeyboardInterrupt
 
 
 if __name__ == '__main__':

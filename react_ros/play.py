@@ -17,9 +17,10 @@ from rclpy.signals import SignalHandlerOptions
 
 from react_ros.adapters.base import Episode
 from react_ros.progress import Progress
+from react_ros.ros.isolation import announce
 from react_ros.ros.state_publisher import start_state_publisher
 from react_ros.sinks.compressed_video import episode_with_images
-from react_ros.sinks.live import PlaybackStats, Player, PlayOptions, player_node
+from react_ros.sinks.live import PlaybackStats, Player, PlayOptions, check_playable, player_node
 from react_ros.sinks.tuning import freeze_heap, tune_for_playback
 
 
@@ -67,6 +68,12 @@ def play_episode(episode: Episode | Callable[[], Episode], args: argparse.Namesp
     period of theirs) goes on while the episode opens and the state publisher
     starts, instead of after.
     """
+    if getattr(args, 'foxglove', None) is not None:  # no DDS at all: sinks/foxglove.py says why
+        from react_ros.sinks.foxglove import serve_episode
+        return serve_episode(episode, play_options(args), host=args.foxglove_host,
+                             port=args.foxglove, images=args.images,
+                             reencode=not args.no_reencode)
+    announce('react-ros play')  # the first line (the demo printed its own)
     table = RateTable() if show_rates else None
     options = play_options(args, table)
     state_publisher_env = dict(os.environ)  # it keeps its own DDS and allocator defaults
@@ -80,6 +87,7 @@ def play_episode(episode: Episode | Callable[[], Episode], args: argparse.Namesp
         if callable(episode):
             episode = episode()
         episode = episode_with_images(episode, args.images, reencode=not args.no_reencode)
+        check_playable(episode, options)  # before the state publisher publishes anything
         if episode.urdf and not args.no_state_publisher:
             rsp = start_state_publisher(episode.urdf, source=episode.path,
                                         env=state_publisher_env)

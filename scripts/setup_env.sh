@@ -10,6 +10,7 @@ stamp="$venv/.react_ros_setup"
 
 inputs_hash() {
   cat "$root"/requirements/*.txt "$root/setup.py" "$root/scripts/setup_env.sh" \
+    "$root"/test/foxglove_client/package*.json \
     $(find "$root/interfaces" -type f | sort) | sha256sum | cut -d' ' -f1
 }
 
@@ -22,7 +23,8 @@ echo "react_ros: setting up $venv (first run takes about a minute)" >&2
 [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
 pip() { "$venv/bin/python" -m pip --disable-pip-version-check -q "$@"; }
 pip install -r "$root/requirements/ros-kilted.txt" -r "$root/requirements/python.txt" \
-  -r "$root/requirements/test.txt" -r "$root/requirements/ray.txt" 2>&1 \
+  -r "$root/requirements/test.txt" -r "$root/requirements/ray.txt" \
+  -r "$root/requirements/foxglove.txt" 2>&1 \
   | grep -v "is ignored" || true
 "$venv/bin/python" -c "import rclpy, mcap, av" # fail here, loudly, if the install did not take
 
@@ -54,6 +56,18 @@ for pkg in tf2_msgs rosbag2_interfaces foxglove_msgs; do
   echo "$h" >"$mark"
   rm -rf "$build"
 done
+
+# The test suite's Foxglove client is Foxglove's own (npm packages @foxglove/ws-protocol,
+# @foxglove/rosmsg2-serialization), installed into the venv from the lock file; without
+# Node.js test/test_foxglove.py skips that one test and says why.
+if command -v npm >/dev/null; then
+  mkdir -p "$venv/foxglove_client"
+  cp "$root"/test/foxglove_client/package.json "$root"/test/foxglove_client/package-lock.json \
+    "$venv/foxglove_client/"
+  (cd "$venv/foxglove_client" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+else
+  echo "react_ros: no npm here: the Foxglove client test will be skipped" >&2
+fi
 
 pip install --no-deps -e "$root"
 "$venv/bin/python" -c "import tf2_msgs.msg, rosbag2_interfaces.srv, foxglove_msgs.msg, react_ros"

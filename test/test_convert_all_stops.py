@@ -9,6 +9,7 @@
 - --verify and one damaged file of a TrueTrace package refuse every episode; once
   it is repaired the next run converts them all (the verified files are part of
   each episode's fingerprint).
+- A worker killed twice under its episode (the OOM killer): failed, nothing left.
 """
 from __future__ import annotations
 
@@ -205,3 +206,52 @@ def test_a_repaired_verify_file_lets_every_episode_convert(
     # And nothing changed since: nothing to do.
     code, stdout, err = run(capfd, 'convert-all', root, '-o', out, '--verify')
     assert code == 0 and converted_ids(stdout) == 0, stdout + err
+
+
+def _partials(out: Path) -> set[Path]:
+    return set(out.rglob('.*.partial'))
+
+
+def _worker_of(driver: int) -> int:
+    """The driver's one worker process (not multiprocessing's resource tracker)."""
+    for pid in workers_of(driver):
+        try:
+            if b'spawn_main' in Path(f'/proc/{pid}/cmdline').read_bytes():
+                return pid
+        except OSError:
+            continue
+    raise AssertionError(f'convert-all {driver}: no worker process')
+
+
+def test_a_worker_killed_twice_fails_its_episode_and_leaves_nothing(
+        tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    _, refs = write_release('umi', tmp_path / 'release', n=1, duration=4.0)
+    root, out = tmp_path / 'release', tmp_path / 'bags'
+    with open(tmp_path / 'stderr', 'wb') as err_file:
+        proc = subprocess.Popen([sys.executable, '-m', 'react_ros.cli', 'convert-all',
+                                 str(root), '-o', str(out), '--workers', '1', '-q'],
+                                stdout=subprocess.DEVNULL, stderr=err_file,
+                                start_new_session=True)
+    try:
+        seen: set[Path] = set()
+        for _ in range(2):  # the OOM killer, twice: once may be the machine, twice is the episode
+            wait_for('the episode being written',
+                     lambda: _partials(out) - seen or proc.poll() is not None)
+            assert proc.poll() is None, (tmp_path / 'stderr').read_text()
+            seen |= _partials(out)
+            worker = _worker_of(proc.pid)
+            os.kill(worker, signal.SIGKILL)
+            wait_for('the worker to die', lambda: not alive(worker), 30)
+        code = proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert code == 1, (tmp_path / 'stderr').read_text()
+    entry = index_of(out)[refs[0].id]
+    assert entry['status'] == 'failed' and 'worker process died' in entry['reason'], entry
+    assert leftovers(out) == []  # the killed writer's partial bag removed by the driver
+
+    code, stdout, err = run(capfd, 'convert-all', root, '-o', out)
+    assert code == 0 and converted_ids(stdout) == 1, stdout + err
+    assert is_react_ros_bag(out / entry['bag'])

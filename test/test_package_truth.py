@@ -26,7 +26,7 @@ THIRD_PARTY = {
 }
 # Optional extras a user may leave out: module -> (extra name, pip requirement); imported
 # only where used, installed by the .venv set-up from requirements/<extra>.txt.
-OPTIONAL = {'ray': ('ray', 'ray')}
+OPTIONAL = {'ray': ('ray', 'ray'), 'foxglove': ('foxglove', 'foxglove-sdk')}
 # The rest are ROS 2 packages, named as their Python packages are.
 ROS_REQUIREMENTS = ROOT / 'requirements' / 'ros-kilted.txt'
 BUILT_HERE = {'tf2_msgs', 'rosbag2_interfaces', 'foxglove_msgs'}  # interfaces/, built by scripts/setup_env.sh

@@ -7,6 +7,7 @@ wait_for), it runs on a thread and its result is awaited with a bound.
 from __future__ import annotations
 
 import math
+import re
 import subprocess
 import sys
 import textwrap
@@ -15,7 +16,7 @@ from typing import Any, Callable
 
 import pytest
 
-from react_ros.sinks.timeline import END, GO, SEEK, STEP, STOP, Timeline
+from react_ros.sinks.timeline import END, GO, SEEK, STEP, STOP, Timeline, nothing_to_play
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -101,11 +102,32 @@ def test_start_offset_and_playback_duration(make) -> None:
     assert t.now_ns() == t.first_ns  # the clock starts at the offset
     whole = make()
     assert (whole.first_ns, whole.limit_ns) == (T0, T_END)
-    # both clamp to the episode's end
-    late = make(start_offset_s=20.0, playback_duration_s=5.0)
-    assert (late.first_ns, late.limit_ns) == (T_END, T_END)
+    # a duration past the end stops at the end
     long = make(start_offset_s=8.0, playback_duration_s=5.0)
     assert long.limit_ns == T_END
+
+
+@pytest.mark.parametrize('kw, problem', [
+    ({'start_offset_s': 20.0}, 'start offset 20 s is at or past the end of the episode '
+                               '(10.000 s long): nothing to play'),
+    ({'start_offset_s': 10.0}, 'start offset 10 s is at or past the end of the episode '
+                               '(10.000 s long): nothing to play'),
+    ({'playback_duration_s': 0.0}, 'a playback duration of 0 s plays nothing'),
+    ({'playback_duration_s': -1.0}, 'a playback duration of -1 s plays nothing'),
+])
+def test_what_plays_nothing_is_refused(make, kw: dict[str, float], problem: str) -> None:
+    # Before, an offset past the end was clamped to it: a run that played nothing.
+    assert nothing_to_play(T0, T_END, kw.get('start_offset_s', 0.0),
+                           kw.get('playback_duration_s')) == problem
+    with pytest.raises(ValueError, match=re.escape(problem)):
+        make(**kw)
+
+
+def test_an_instant_long_episode_plays_from_its_start(clock) -> None:
+    assert nothing_to_play(T0, T0, 0.0, None) is None
+    t = Timeline(T0, T0, now=clock)
+    assert (t.first_ns, t.limit_ns) == (T0, T0)
+    assert nothing_to_play(T0, T_END, 9.999, None) is None  # just before the end: plays
 
 
 def test_pause_freezes_dataset_time_and_resume_continues(make, clock) -> None:

@@ -61,7 +61,8 @@ def run_local(tasks: Sequence[Task], workers: int) -> Iterator[Outcome]:
                 if outcome is not None:
                     yield outcome
                     continue
-                deaths[task.ref.id] += 1  # its worker died under it
+                deaths[task.ref.id] += 1  # its worker died under it (killed, out of memory)
+                _remove_partial(task)
                 if deaths[task.ref.id] >= MAX_WORKER_DEATHS:
                     yield Outcome(task.ref.id, FAILED,
                                   reason='its worker process died (killed, or out of '
@@ -89,9 +90,10 @@ class _Worker:
         self.proc.start()
         child.close()
         self.task: Task | None = None
+        self.gone = False  # died, or said it ends: never given a task again
 
     def alive(self) -> bool:
-        return self.proc.is_alive()
+        return not self.gone and self.proc.is_alive()
 
     def send_signal(self, signum: int) -> None:
         if self.proc.pid is not None and self.proc.exitcode is None:
@@ -137,14 +139,21 @@ class _Pool:
                 continue
             task, w.task = w.task, None
             assert task is not None
-            out.append((task, _receive(w)))
+            outcome = _receive(w)
+            if outcome is None:
+                # Reaped before anyone looks at its output: its pipe closes a moment
+                # before its other files, the partial bag's lock among them.
+                w.gone = True
+                w.proc.join(timeout=5)
+            out.append((task, outcome))
         return out
 
     def replace_dead(self, wanted: int) -> None:
         """Start new workers in place of dead ones, while tasks are left for them."""
         for i, w in enumerate(self.workers):
             if not w.alive() and w.task is None and wanted > 0:
-                w.proc.join(timeout=0)
+                w.proc.join(timeout=5)
+                w.conn.close()
                 self.workers[i] = _Worker()
                 wanted -= 1
 
@@ -171,8 +180,7 @@ class _Pool:
                 w.proc.join(timeout=5)
         for w in busy:
             if w.task is not None:  # killed: its partial output's lock is free now
-                out = Path(w.task.out)
-                remove_stale(out.parent, out.name)
+                _remove_partial(w.task)
                 w.task = None
         for w in self.workers:
             w.conn.close()
@@ -190,6 +198,13 @@ class _Pool:
                 w.send_signal(signal.SIGKILL)
                 w.proc.join(timeout=5)
             w.conn.close()
+
+
+def _remove_partial(task: Task) -> None:
+    """What a worker killed while writing `task` left (staged() could not clean up)."""
+    out = Path(task.out)
+    if out.parent.is_dir():
+        remove_stale(out.parent, out.name)
 
 
 def _receive(worker: _Worker) -> Outcome | None:
@@ -287,9 +302,7 @@ def run_ray(tasks: Sequence[Task], address: str | None, workers: int) -> Iterato
     finally:
         ray.shutdown()
         for task in running.values():  # killed mid-write: nothing of them stays
-            out = Path(task.out)
-            if out.parent.is_dir():
-                remove_stale(out.parent, out.name)
+            _remove_partial(task)
 
 
 def default_workers() -> int:

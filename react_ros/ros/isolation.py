@@ -9,12 +9,16 @@ on this machine holds, as ROS 2's own `domain_coordinator` does for its tests.
 Domain ids are held with `flock` on one file per id, so a run that dies
 releases its id with its last file descriptor and nothing goes stale.
 scripts/ros_env.sh takes ids from the same files; it exports
-REACT_ROS_DOMAIN_HELD so that a process it starts knows the id is held.
+REACT_ROS_DOMAIN_HELD so that a process it starts knows the id is held. Each
+holder writes its command into its file, so `scripts/ros_env.sh --join` finds
+the domain of a running player, and `react-ros play`/`demo` say on their
+first line which domain and discovery range they use (`announce`).
 """
 from __future__ import annotations
 
 import fcntl
 import os
+import sys
 from pathlib import Path
 from typing import IO, MutableMapping
 
@@ -81,7 +85,47 @@ def hold_domain(env: MutableMapping[str, str] = os.environ) -> DomainLease:
         except BlockingIOError:
             handle.close()
             continue
+        # The holder's command, as scripts/ros_env.sh writes it: `--join` looks for players.
+        handle.truncate(0)
+        handle.write((' '.join(sys.argv) + '\n').encode())
+        handle.flush()
         env['ROS_DOMAIN_ID'] = env[HELD_VAR] = str(domain_id)
         return DomainLease(domain_id, handle)
     raise RuntimeError(f'every ROS domain id {DOMAIN_IDS.start}-{DOMAIN_IDS.stop - 1} '
                        f'is held by another run (locks in {directory})')
+
+
+ROS_ENV = Path(__file__).resolve().parents[2] / 'scripts' / 'ros_env.sh'
+_announced = False
+
+
+def domain_line(prog: str, note: str = '', env: MutableMapping[str, str] = os.environ) -> str:
+    """Which ROS domain and discovery range this process's DDS uses, and how to join it."""
+    domain = env.get('ROS_DOMAIN_ID') or ''
+    where = (f'ROS_DOMAIN_ID={domain}' if domain else "ROS_DOMAIN_ID=0 (unset: ROS 2's default)")
+    if env.get(RANGE_VAR):
+        reach = f'{RANGE_VAR}={env[RANGE_VAR]}'
+    elif env.get('ROS_LOCALHOST_ONLY') == '1':
+        reach = 'ROS_LOCALHOST_ONLY=1'
+    else:
+        reach = f"{RANGE_VAR}=SUBNET (unset: ROS 2's default)"
+    line = f'{prog}: DDS on {where}, {reach}' + (f' ({note})' if note else '')
+    if domain and env.get(HELD_VAR) == domain and ROS_ENV.is_file():
+        script = ROS_ENV
+        try:
+            script = ROS_ENV.relative_to(Path.cwd())
+        except ValueError:
+            pass
+        line += (f'; from another terminal: {script} --join COMMAND '
+                 f'(or ROS_DOMAIN_ID={domain} {script} COMMAND)')
+    elif domain:
+        line += f'; another terminal sees it with ROS_DOMAIN_ID={domain} and the same range'
+    return line
+
+
+def announce(prog: str, note: str = '') -> None:
+    """Print domain_line on stderr, once per process (the demo's first line, then play's)."""
+    global _announced
+    if not _announced:
+        _announced = True
+        print(domain_line(prog, note), file=sys.stderr, flush=True)

@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -32,6 +33,7 @@ from rclpy.clock import JumpThreshold, TimeJump
 from rclpy.duration import Duration
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
@@ -40,9 +42,11 @@ from react_ros.errors import ReactRosError
 from react_ros.ros import qos
 from react_ros.ros.msgs import to_ns
 from react_ros.ros.robot_state import RobotModel
+from react_ros.ros.stop_signals import StopSignals
 from react_ros.ros.tf import tf_message
 
 NODE_NAME = 'robot_state_publisher'
+SPIN_S = 0.1
 
 
 class StatePublisher:
@@ -147,8 +151,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         source = args.urdf
     # Only our own --ros-args section: rclpy would otherwise apply any --remap it
-    # finds in sys.argv by itself.
-    rclpy.init(args=['state_publisher', *ros_args])
+    # finds in sys.argv by itself. Our own signal handling, not rclpy's: under
+    # `ros2 launch` a terminal's Ctrl-C arrives twice, and rclpy's handler turned the
+    # second into a KeyboardInterrupt in the shutdown (a traceback; launch said
+    # "process has died"). The first stop signal ends the spin; repeats are ignored.
+    stopped = threading.Event()
+    signals = StopSignals('state_publisher', stopped.set)
+    rclpy.init(args=['state_publisher', *ros_args],
+               signal_handler_options=SignalHandlerOptions.NO)
     node = None
     try:
         node = Node(NODE_NAME)
@@ -168,16 +178,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.ready_file.write_text('ready\n')
         executor = SingleThreadedExecutor()
         executor.add_node(node)
-        executor.spin()
+        # Python runs a signal handler between bytecodes, not inside rclpy's wait:
+        # wake up at least every SPIN_S to notice a stop.
+        while not stopped.is_set():
+            executor.spin_once(timeout_sec=SPIN_S)
     except (ReactRosError, ValueError) as err:
         print(f'state_publisher: {err}', file=sys.stderr)
         return 2
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
+        signals.on_stop = None
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()
+        signals.finish()  # a repeat may still be on its way: ignored
     return 0
 
 

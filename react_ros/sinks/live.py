@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import signal
 import sys
 import threading
 import time
@@ -69,6 +68,7 @@ from react_ros.errors import ReactRosError
 from react_ros.progress import Progress
 from react_ros.ros import qos
 from react_ros.ros.msgs import message_class, stamp
+from react_ros.ros.stop_signals import StopSignals
 from react_ros.sinks import discovery
 from react_ros.sinks.flow import POLL_S, AckWindow
 from react_ros.sinks import timeline as tl
@@ -146,6 +146,13 @@ class PlaybackStats:
     rtf: float | None = None
     dropped: int = 0  # late frames not sent (drop_late_s), all topics
     waited_s: float = 0.0  # wall time spent waiting for readers to acknowledge (flow control)
+    # dataset time from the first to the last data message published: what span_s played
+    span_ns: int = 0
+
+    @property
+    def pace(self) -> float | None:
+        """Dataset seconds played per wall second, first to last message; None: too few."""
+        return self.span_ns / 1e9 / self.span_s if self.span_s > 0 else None
 
 
 class Player:
@@ -163,6 +170,7 @@ class Player:
         self.episode = episode
         self.options = opts = options or PlayOptions()
         _check_options(opts)
+        check_playable(episode, opts)
         self.streams = self._select(episode.streams)
         self.timeline = tl.Timeline(
             episode.start_ns, episode.end_ns, rate=opts.rate, start_offset_s=opts.start_offset_s,
@@ -199,6 +207,7 @@ class Player:
         self.discovery: discovery.Settled | None = None
         self._first_pub: float | None = None  # wall times of the first and last data message
         self._last_pub = 0.0
+        self._first_pub_ns = self._last_pub_ns = 0  # and their dataset times
         self._lateness: list[float] | None = [] if opts.record_lateness else None
 
         self._publishers: dict[str, Any] = {}
@@ -318,13 +327,14 @@ class Player:
                       for t in counts}
             played = self._played_ns
             span = self._last_pub - self._first_pub if self._first_pub is not None else 0.0
+            span_ns = self._last_pub_ns - self._first_pub_ns
             waited = self._waited_s
         t = self.timeline
         paused = t.paused
         return PlaybackStats(topics, played, t.t_end - t.t0, t.rate, paused,
                              sum(counts.values()), sum(s.failed for s in topics.values()), t.loops,
                              span, None if paused else rtf,
-                             sum(s.dropped for s in topics.values()), waited)
+                             sum(s.dropped for s in topics.values()), waited, span_ns)
 
     # --- the publishing thread -------------------------------------------------
 
@@ -381,20 +391,11 @@ class Player:
                 raise
 
     def _install_signal_handlers(self) -> Callable[[], None]:
-        if threading.current_thread() is not threading.main_thread():
-            return lambda: None
-
-        def handler(signum: int, frame: Any) -> None:
-            if self.timeline.stopped:
-                raise KeyboardInterrupt  # a second Ctrl-C: the user really means it
-            self.stop()
-
-        old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-
-        def restore() -> None:
-            for s, h in old.items():
-                signal.signal(s, h)
-        return restore
+        # SIGINT/SIGTERM stop the playback; the same Ctrl-C delivered twice (a
+        # terminal's and ros2 launch's) is one stop, never a KeyboardInterrupt
+        # raised into the flush or DDS's shutdown (a traceback, or an abort);
+        # a signal well after the first ends the process at once (stop_signals.py).
+        return StopSignals('player', self.stop).restore
 
     def _play(self) -> None:
         start: int | None = self.timeline.first_ns
@@ -450,7 +451,7 @@ class Player:
                     continue
                 if not self._wait_for_room(topic):
                     return tl.STOP if timeline.stopped else tl.SEEK
-                self._publish(self.streams[ev.stream_idx], ev.msg)
+                self._publish(self.streams[ev.stream_idx], ev.msg, ev.t_ns)
                 if action == tl.GO:
                     if self._lateness is not None:
                         self._lateness.append(time.monotonic() - timeline.last_due)
@@ -494,7 +495,7 @@ class Player:
             with self._stats_lock:
                 self._waited_s += time.monotonic() - start
 
-    def _publish(self, stream: Stream, msg: Any) -> None:
+    def _publish(self, stream: Stream, msg: Any, t_ns: int) -> None:
         topic = stream.topic
         if topic in self._latched_tf:
             # A transient-local depth-1 topic keeps only its last message: merge
@@ -520,8 +521,8 @@ class Player:
         with self._stats_lock:
             self._counts[topic] += 1
             if self._first_pub is None:
-                self._first_pub = now
-            self._last_pub = now
+                self._first_pub, self._first_pub_ns = now, t_ns
+            self._last_pub, self._last_pub_ns = now, t_ns
 
     def _publish_clock(self, t_ns: int) -> None:
         if self._clock_pub is None:
@@ -584,11 +585,13 @@ class Player:
     def _report_pace(self) -> None:
         """Over the whole run: the real-time factor reached, and the wait for readers."""
         stats = self.stats()
-        if self.options.quiet or stats.span_s <= 0 or stats.loops or self._pass != 1:
+        pace = stats.pace
+        if self.options.quiet or pace is None or stats.loops or self._pass != 1:
             return  # after a loop or a seek, dataset time played is not wall time's
-        line = (f'played {stats.played_ns / 1e9:.2f} s of the episode in {stats.span_s:.2f} s: '
-                f'real-time factor {stats.played_ns / 1e9 / stats.span_s:.2f} '
-                f'(rate {stats.rate:g})')
+        # What went out, from the first message (at the start offset) to the last:
+        # neither the offset skipped nor the discovery wait before it.
+        line = (f'played {stats.span_ns / 1e9:.2f} s of the episode in {stats.span_s:.2f} s: '
+                f'real-time factor {pace:.2f} (rate {stats.rate:g})')
         if stats.waited_s >= 0.01:
             line += f', {stats.waited_s:.2f} s of it waiting for subscribers to keep up'
         sys.stderr.write(line + '\n')
@@ -672,6 +675,14 @@ def _skip_to(stream: Stream, from_ns: int) -> Iterator[tuple[int, Any]]:
         yield from_ns, last
 
 
+def check_playable(episode: Episode, opts: PlayOptions) -> None:
+    """Refuse a start offset at or past the episode's end, or a duration that plays nothing."""
+    problem = tl.nothing_to_play(episode.start_ns, episode.end_ns, opts.start_offset_s,
+                                 opts.playback_duration_s)
+    if problem is not None:
+        raise ReactRosError(f'{episode.path}: {problem}')
+
+
 def _check_options(opts: PlayOptions) -> None:
     if not (opts.rate > 0 and math.isfinite(opts.rate)):
         raise ReactRosError(f'--rate must be a positive number, not {opts.rate}')
@@ -692,4 +703,5 @@ def _check_options(opts: PlayOptions) -> None:
             raise ReactRosError(f'--remap {src}:={dst}: both topics must be absolute')
 
 
-__all__ = ['PlayOptions', 'PlaybackStats', 'Player', 'TopicStats', 'player_node']
+__all__ = ['PlayOptions', 'PlaybackStats', 'Player', 'TopicStats', 'check_playable',
+           'player_node']

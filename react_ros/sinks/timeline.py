@@ -29,6 +29,21 @@ STOP = 'stop'
 END = 'end'  # past the last message or the playback duration
 
 
+def nothing_to_play(t0: int, t_end: int, start_offset_s: float,
+                    playback_duration_s: float | None) -> str | None:
+    """Why a start offset and playback duration play nothing of [t0, t_end]; None: they play.
+
+    An offset at or past the end (of an episode longer than an instant) and a
+    duration of 0 or less are mistakes to refuse, not a run that plays nothing.
+    """
+    if playback_duration_s is not None and not playback_duration_s > 0:
+        return f'a playback duration of {playback_duration_s:g} s plays nothing'
+    if start_offset_s > 0 and t0 + int(start_offset_s * 1e9) >= t_end:
+        return (f'start offset {start_offset_s:g} s is at or past the end of the episode '
+                f'({(t_end - t0) / 1e9:.3f} s long): nothing to play')
+    return None
+
+
 class Poll(NamedTuple):
     action: str | None  # GO, STEP, SEEK, STOP, or None: not yet
     clock_ns: int | None  # a /clock tick is due: publish this dataset time
@@ -48,6 +63,7 @@ class Timeline:
     """Dataset time [t0, t_end] played from `first_ns` to `limit_ns`, optionally in a loop.
 
     `tick_s` is the /clock period: `poll` asks for a tick on a fixed grid of it.
+    A start offset or duration that plays nothing (nothing_to_play) is a ValueError.
     """
 
     def __init__(self, t0: int, t_end: int, *, rate: float = 1.0, start_offset_s: float = 0.0,
@@ -56,6 +72,9 @@ class Timeline:
                  now: Callable[[], float] = time.monotonic) -> None:
         if not (rate > 0 and math.isfinite(rate)):
             raise ValueError(f'rate must be a positive number, not {rate}')
+        problem = nothing_to_play(t0, t_end, start_offset_s, playback_duration_s)
+        if problem is not None:
+            raise ValueError(problem)
         self.t0 = t0
         self.t_end = t_end
         self.first_ns = min(t_end, t0 + int(start_offset_s * 1e9))
@@ -317,4 +336,4 @@ class Timeline:
             return None
 
 
-__all__ = ['END', 'GO', 'Poll', 'SEEK', 'STEP', 'STOP', 'Timeline']
+__all__ = ['END', 'GO', 'Poll', 'SEEK', 'STEP', 'STOP', 'Timeline', 'nothing_to_play']

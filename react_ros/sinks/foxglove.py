@@ -1,0 +1,410 @@
+"""`react-ros play --foxglove [PORT]`: an episode served over the Foxglove WebSocket protocol.
+
+The same streams as the live player, walked by the same Timeline (timeline.py),
+go out as channels of a foxglove-sdk WebSocket server instead of DDS topics:
+each topic is one channel carrying its ROS 2 messages as CDR with the
+`ros2msg` schema (the type's full .msg text with its dependencies, as rosbag2
+and Foxglove's own ROS 2 bridge send it), so Foxglove and Lichtblick decode
+them natively and their 3D, Image and Plot panels work as on a ROS system.
+
+Foxglove replaces DDS here, it does not add to it: the point is a Foxglove view
+on a machine without ROS, and a user who only wants that gains nothing from a
+DDS participant announcing itself on the network, a robot_state_publisher
+process or the discovery wait. So nothing touches DDS (no rclpy context, no
+node): the robot-state streams (/robot_description and the URDF's transforms)
+go out from the episode itself as a bag has them, and the Foxglove server's
+time (`broadcast_time`) stands in for /clock. Who wants both runs `play` and
+connects Foxglove through its ROS 2 bridge.
+
+Controls: Foxglove's playback controls (play, pause, speed, seek bar over the
+episode's range) reach the Timeline as the rosbag2 services do in the DDS
+player; the keyboard works as there. A topic latched in ROS (/tf_static,
+/robot_description) has no latching over WebSocket: its last message (for
+/tf_static, every static transform so far merged into one) is sent again when
+a client subscribes, and after every seek and loop. The server buffers at most
+BACKLOG messages per client and drops the oldest beyond that (the SDK's
+policy): unlike DDS there is no acknowledgement to wait for, so a slow client
+loses frames instead of slowing the timeline. At the end the server stays up,
+so that Foxglove's seek bar and play button still work, until Ctrl-C.
+
+The server binds 127.0.0.1 unless `--foxglove-host` says otherwise: the
+protocol has no authentication, and an episode is nobody else's business.
+"""
+from __future__ import annotations
+
+import itertools
+import signal
+import sys
+import threading
+import time
+from typing import Any, Callable, Iterator, Sequence
+
+from react_ros.adapters.base import Episode  # noqa: TC001 (runtime use in annotations only)
+from react_ros.errors import ReactRosError
+from react_ros.ros.msgs import definition_text, message_class
+from react_ros.ros.serialization import cdr_payload
+from react_ros.sinks import timeline as tl
+from react_ros.sinks.keyboard import DOWN, RIGHT, SPACE, UP, Keyboard
+from react_ros.sinks.live import MAX_LAG_S, TF_MESSAGE, PlayOptions, _skip_to
+from react_ros.sinks.readahead import Cancelled, ReadAhead
+from react_ros.streams import Stream, merge
+
+DEFAULT_PORT = 8765
+DEFAULT_HOST = '127.0.0.1'
+# Messages buffered per client before the oldest is dropped (the SDK's default is
+# 1024: a gigabyte and more of full-size images for a client that stalls).
+BACKLOG = 256
+# After the first subscription, how long to let a client's other subscriptions come in.
+SETTLE_S = 0.3
+INSTALL_HINT = "pip install 'react_ros[foxglove]' (requirements/foxglove.txt)"
+
+
+def require_sdk() -> Any:
+    """The foxglove-sdk package, or a one-line refusal naming how to install it."""
+    try:
+        import foxglove
+        import foxglove.websocket  # noqa: F401 (the server's types)
+    except ImportError:
+        raise ReactRosError('--foxglove needs the optional foxglove-sdk package, which is not '
+                            f'installed: {INSTALL_HINT}') from None
+    return foxglove
+
+
+def check_foxglove_options(options: PlayOptions) -> None:
+    """Refuse what has no meaning without DDS instead of ignoring it."""
+    if options.drop_late_s is not None:
+        raise ReactRosError('--drop-late applies to DDS subscribers; with --foxglove the server '
+                            f'drops the oldest of {BACKLOG} messages a slow client has not taken')
+
+
+class FoxgloveServer:
+    """Plays `episode` to Foxglove clients on host:port; `run()` blocks until Ctrl-C or stop().
+
+    Port 0 takes a free one (`port` says which once constructed).
+    """
+
+    def __init__(self, episode: Episode, options: PlayOptions | None = None, *,
+                 host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
+        fox = require_sdk()
+        from foxglove.websocket import Capability
+        self.episode = episode
+        self.options = opts = options or PlayOptions()
+        check_foxglove_options(opts)
+        self.streams = _select(episode, opts)
+        try:
+            self.timeline = tl.Timeline(
+                episode.start_ns, episode.end_ns, rate=opts.rate,
+                start_offset_s=opts.start_offset_s, playback_duration_s=opts.playback_duration_s,
+                start_paused=opts.start_paused, loop=opts.loop,
+                tick_s=1.0 / opts.clock_hz if opts.clock_hz > 0 else 0.1)
+        except ValueError as err:
+            raise ReactRosError(f'{episode.path}: {err}') from None
+        self._lock = threading.Lock()
+        self._subscribed = threading.Event()
+        self._replay = threading.Event()  # "play" after the end: from the start again
+        self._ended = False
+        self._last_status: Any = None
+        self.counts: dict[str, int] = {}
+        self._latched: dict[str, bytes] = {}  # last message of a latched topic, as sent
+        self._latched_ns: dict[str, int] = {}
+        self._latched_tf: dict[str, dict[str, Any]] = {}
+        self._context = fox.Context()
+        self._channels = self._make_channels(fox)
+        try:
+            self.server = fox.start_server(
+                name=f'react_ros: {episode.path}', host=host, port=port,
+                capabilities=[Capability.Time, Capability.PlaybackControl],
+                server_listener=_listener(self), context=self._context,
+                playback_time_range=(self.timeline.first_ns, self.timeline.limit_ns),
+                message_backlog_size=BACKLOG)
+        except Exception as err:  # the SDK raises RuntimeError (address in use, bad host)
+            raise ReactRosError(f'--foxglove: cannot serve on {host}:{port}: {err}') from None
+        self.host = host
+        self.port: int = self.server.port
+
+    # --- setup -------------------------------------------------------------
+
+    def _make_channels(self, fox: Any) -> dict[str, Any]:
+        types: dict[str, str] = {}
+        latched: dict[str, bool] = {}
+        for s in self.streams:
+            if types.setdefault(s.topic, s.msg_type) != s.msg_type:
+                raise ReactRosError(f'{self.episode.path}: topic {s.topic} carries both '
+                                    f'{types[s.topic]} and {s.msg_type}')
+            latched[s.topic] = latched.get(s.topic, False) or s.latched
+        channels = {}
+        for topic, msg_type in types.items():
+            try:
+                schema = definition_text(msg_type).encode()
+            except (FileNotFoundError, ValueError) as err:
+                raise ReactRosError(f'{topic}: no message definition for {msg_type}: {err}') \
+                    from None
+            channels[topic] = fox.Channel(
+                self.options.remap.get(topic, topic), message_encoding='cdr',
+                schema=fox.Schema(name=msg_type, encoding='ros2msg', data=schema),
+                context=self._context)
+            self.counts[topic] = 0
+            if latched[topic]:
+                self._latched[topic] = b''
+                if msg_type == TF_MESSAGE:
+                    self._latched_tf[topic] = {}
+        self._by_out_topic = {self.options.remap.get(t, t): t for t in types}
+        return channels
+
+    @property
+    def url(self) -> str:
+        return f'ws://{self.host}:{self.port}'
+
+    # --- controls (the SDK's threads, the keyboard) ------------------------
+
+    def status(self) -> Any:
+        from foxglove.websocket import PlaybackStatus
+        if self._ended:
+            return PlaybackStatus.Ended
+        return PlaybackStatus.Paused if self.timeline.paused else PlaybackStatus.Playing
+
+    def state(self, *, did_seek: bool = False, request_id: str | None = None,
+              current_ns: int | None = None) -> Any:
+        from foxglove.websocket import PlaybackState
+        t = self.timeline
+        now = min(t.now_ns(), t.limit_ns) if current_ns is None else current_ns
+        return PlaybackState(status=self.status(), current_time=now, playback_speed=t.rate,
+                             did_seek=did_seek, request_id=request_id)
+
+    def control(self, request: Any) -> Any:
+        """A PlaybackControlRequest from a client, applied to the timeline; the new state."""
+        from foxglove.websocket import PlaybackCommand
+        t = self.timeline
+        seek_ns = request.seek_time
+        did_seek = False
+        if seek_ns is not None:
+            seek_ns = max(t.t0, min(int(seek_ns), t.limit_ns))
+            # not waited for: the publishing thread takes it at its next look (or the
+            # idle loop after the end does); the state reports the target meanwhile
+            t.seek(seek_ns, timeout=0.0)
+            did_seek = True
+        if request.playback_speed > 0:
+            t.set_rate(float(request.playback_speed))
+        if request.playback_command == PlaybackCommand.Play:
+            if self._ended and seek_ns is None:
+                self._replay.set()
+            t.resume()
+        elif request.playback_command == PlaybackCommand.Pause:
+            t.pause()
+        return self.state(did_seek=did_seek, request_id=request.request_id, current_ns=seek_ns)
+
+    def subscribed(self, out_topic: str) -> None:
+        """A client subscribed: a latched topic's last message goes out again for it."""
+        self._subscribed.set()
+        topic = self._by_out_topic.get(out_topic)
+        with self._lock:
+            data = self._latched.get(topic or '')
+            last_ns = self._latched_ns.get(topic or '') if data else None
+        if data and topic is not None:
+            self._channels[topic].log(data, log_time=last_ns)
+
+    def stop(self) -> None:
+        self.timeline.stop()
+
+    # --- the publishing thread ---------------------------------------------
+
+    def run(self) -> int:
+        """Serve until stopped (Ctrl-C); the end of the episode keeps the server up."""
+        restore = _stop_on_signals(self.stop)
+        keyboard = None
+        if self.options.keyboard and Keyboard.available():
+            t = self.timeline
+            keyboard = Keyboard({SPACE: t.toggle_paused, RIGHT: lambda: t.play_next(1, wait=None),
+                                 UP: lambda: t.step_rate(+0.1), DOWN: lambda: t.step_rate(-0.1)})
+        try:
+            self._wait_for_client()
+            self._serve()
+        finally:
+            self.stop()
+            self.timeline.finish_steps()
+            if keyboard is not None:
+                keyboard.stop()
+            self.server.stop()
+            restore()
+        return 0
+
+    def _say(self, text: str) -> None:
+        if not self.options.quiet:
+            sys.stderr.write(f'react-ros play: {text}\n')
+            sys.stderr.flush()
+
+    def _wait_for_client(self) -> None:
+        """Hold the timeline at its first stamp until a client subscribes, at most the bound."""
+        bound = self.options.wait_for_subscribers_s
+        first = self.timeline.first_ns
+        deadline = time.monotonic() + bound
+        while bound > 0 and not self._subscribed.is_set() and not self.timeline.stopped:
+            self.server.broadcast_time(first)
+            self._subscribed.wait(min(0.1, max(0.0, deadline - time.monotonic())))
+            if time.monotonic() >= deadline:
+                break
+        if self._subscribed.is_set():
+            self.timeline.sleep(SETTLE_S)
+
+    def _serve(self) -> None:
+        t = self.timeline
+        start: int | None = t.first_ns
+        while not t.stopped:
+            if start is not None:
+                self._ended = False
+                start = t.next_pass(self._play_pass(start))
+                continue
+            self._ended = True
+            self._broadcast_state()
+            self._say('end of the episode; still serving (seek or play in Foxglove to play '
+                      'again, Ctrl-C to quit)')
+            while not (t.interrupted or self._replay.is_set()):
+                t.sleep(0.05)
+            if t.stopped:
+                break
+            start = t.next_pass(tl.SEEK) if not self._replay.is_set() else t.first_ns
+            self._replay.clear()
+
+    def _iterators(self, from_ns: int) -> tuple[list[Iterator[tuple[int, Any]]], list[ReadAhead]]:
+        heavy = [s for s in self.streams if s.heavy]
+        budget = self.options.read_ahead_bytes // max(1, len(heavy))
+        readers: list[ReadAhead] = []
+        its: list[Iterator[tuple[int, Any]]] = []
+        for s in self.streams:
+            if s.heavy:
+                r = ReadAhead(s, from_ns, budget, lambda: self.timeline.interrupted)
+                readers.append(r)
+                its.append(iter(r))
+            else:
+                its.append(_skip_to(s, from_ns))
+        return its, readers
+
+    def _play_pass(self, from_ns: int) -> str:
+        t = self.timeline
+        t.start_pass(from_ns)
+        self._tick(from_ns)
+        its, readers = self._iterators(from_ns)
+        try:
+            merged = merge(its)
+            first = next(merged, None)  # the video readers' first frames are decoded
+            t.start_pass(from_ns)
+            for ev in itertools.chain([] if first is None else [first], merged):
+                if ev.t_ns > t.limit_ns:
+                    return tl.END
+                action = t.wait_for(ev.t_ns, self._tick)
+                if action in (tl.STOP, tl.SEEK):
+                    return action
+                self._send(self.streams[ev.stream_idx], ev.msg, ev.t_ns)
+                if action == tl.GO:
+                    t.slip(ev.t_ns, MAX_LAG_S)
+                elif action == tl.STEP:
+                    t.step_done(ev.t_ns)
+                    self._tick(ev.t_ns)
+            return tl.END
+        except Cancelled:
+            return tl.STOP if t.stopped else tl.SEEK
+        finally:
+            for r in readers:
+                r.close()
+
+    def _send(self, stream: Stream, msg: Any, t_ns: int) -> None:
+        topic = stream.topic
+        if topic in self._latched_tf:
+            # one message with every static transform so far, as the DDS player sends
+            acc = self._latched_tf[topic]
+            if isinstance(msg, (bytes, bytearray, memoryview)):
+                from rclpy.serialization import deserialize_message
+                msg = deserialize_message(bytes(msg), message_class(TF_MESSAGE))
+            for ts in msg.transforms:
+                acc[ts.child_frame_id] = ts
+            msg = message_class(TF_MESSAGE)(transforms=list(acc.values()))
+        data = bytes(msg) if isinstance(msg, (bytes, bytearray, memoryview)) \
+            else bytes(cdr_payload(msg))
+        if topic in self._latched:
+            with self._lock:
+                self._latched[topic] = data
+                self._latched_ns[topic] = t_ns
+        self._channels[topic].log(data, log_time=t_ns)
+        self.counts[topic] += 1
+
+    def _tick(self, t_ns: int) -> None:
+        """The server's time (Foxglove's /clock), and the playback state when it changed."""
+        self.server.broadcast_time(t_ns)
+        if self.status() != self._last_status:
+            self._broadcast_state()
+
+    def _broadcast_state(self) -> None:
+        self._last_status = self.status()
+        self.server.broadcast_playback_state(self.state())
+
+
+def _listener(owner: FoxgloveServer) -> Any:
+    """The SDK's ServerListener (its defaults for the rest): subscriptions, playback control."""
+    from foxglove.websocket import ServerListener
+
+    class Listener(ServerListener):
+        def on_subscribe(self, client: Any, channel: Any) -> None:
+            owner.subscribed(channel.topic)
+
+        def on_playback_control_request(self, request: Any) -> Any:
+            return owner.control(request)
+
+    return Listener()
+
+
+def _select(episode: Episode, opts: PlayOptions) -> list[Stream]:
+    """The streams to serve: every one (robot state included: no robot_state_publisher runs
+    here), less --exclude, or only --topics; a name the episode lacks is refused, as in play."""
+    streams: Sequence[Stream] = episode.streams
+    known = {s.topic for s in streams} | {'/clock'}
+    unknown = [t for t in [*(opts.topics or ()), *opts.exclude] if t not in known]
+    if unknown:
+        raise ReactRosError(f'{episode.path}: no such topic in the episode: '
+                            f'{", ".join(unknown)} (it has {", ".join(sorted(known))})')
+    chosen = [s for s in streams if (opts.topics is None or s.topic in opts.topics)
+              and s.topic not in opts.exclude]
+    if streams and not chosen:
+        raise ReactRosError(f'{episode.path}: --topics/--exclude leave no topic to play')
+    return chosen
+
+
+def _stop_on_signals(stop: Callable[[], None]) -> Callable[[], None]:
+    """SIGINT/SIGTERM stop the server (a second one raises KeyboardInterrupt); main thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    stopped = False
+
+    def handler(signum: int, frame: Any) -> None:
+        nonlocal stopped
+        if stopped:
+            raise KeyboardInterrupt
+        stopped = True
+        stop()
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def restore() -> None:
+        for s, h in old.items():
+            signal.signal(s, h)
+    return restore
+
+
+def serve_episode(episode: Episode | Callable[[], Episode], options: PlayOptions, *,
+                  host: str, port: int, images: str = 'raw', reencode: bool = True) -> int:
+    """`react-ros play --foxglove`: open the episode (the SDK checked first), serve it."""
+    require_sdk()
+    check_foxglove_options(options)
+    from react_ros.sinks.compressed_video import episode_with_images
+    if callable(episode):
+        episode = episode()
+    episode = episode_with_images(episode, images, reencode=reencode)
+    server = FoxgloveServer(episode, options, host=host, port=port)
+    wait = options.wait_for_subscribers_s
+    server._say(f'serving {episode.path} on {server.url} for Foxglove (Open connection > '
+                f'Foxglove WebSocket); ' + (f'waiting up to {wait:g} s for a client to subscribe'
+                                           if wait > 0 else 'playing at once'))
+    return server.run()
+
+
+__all__ = ['BACKLOG', 'DEFAULT_HOST', 'DEFAULT_PORT', 'FoxgloveServer', 'require_sdk',
+           'serve_episode']
