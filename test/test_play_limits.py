@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from react_ros.adapters import open_episode
-from react_ros.samples.objects import write_objects_sample
+from react_ros.kinds.objects.sample import write_objects_sample
 
 pytestmark = pytest.mark.timeout(300)
 
