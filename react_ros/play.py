@@ -73,7 +73,6 @@ def play_episode(episode: Episode | Callable[[], Episode], args: argparse.Namesp
         return serve_episode(episode, play_options(args), host=args.foxglove_host,
                              port=args.foxglove, images=args.images,
                              reencode=not args.no_reencode)
-    announce('react-ros play')  # the first line (the demo printed its own)
     table = RateTable() if show_rates else None
     options = play_options(args, table)
     state_publisher_env = dict(os.environ)  # it keeps its own DDS and allocator defaults
@@ -92,6 +91,9 @@ def play_episode(episode: Episode | Callable[[], Episode], args: argparse.Namesp
             rsp = start_state_publisher(episode.urdf, source=episode.path,
                                         env=state_publisher_env)
         player = Player(episode, options, node=node, since=since)
+        # The first line once the episode and options are known to play: bad input
+        # stays one line. (The demo printed its own.)
+        announce('react-ros play')
         freeze_heap()
         return player.run()
     finally:

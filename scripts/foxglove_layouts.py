@@ -1,4 +1,4 @@
-"""Write config/<kind>.foxglove.json: each kind's RViz config (config/<kind>.rviz) as a Foxglove layout.
+"""Write config/<kind>.foxglove.json: each kind's RViz config as a Foxglove layout.
 
     python scripts/foxglove_layouts.py        # rewrite the five files
     python scripts/foxglove_layouts.py --check  # exit 1 if a file differs from what this writes

@@ -33,7 +33,6 @@ protocol has no authentication, and an episode is nobody else's business.
 from __future__ import annotations
 
 import itertools
-import signal
 import sys
 import threading
 import time
@@ -43,6 +42,7 @@ from react_ros.adapters.base import Episode  # noqa: TC001 (runtime use in annot
 from react_ros.errors import ReactRosError
 from react_ros.ros.msgs import definition_text, message_class
 from react_ros.ros.serialization import cdr_payload
+from react_ros.ros.stop_signals import StopSignals
 from react_ros.sinks import timeline as tl
 from react_ros.sinks.keyboard import DOWN, RIGHT, SPACE, UP, Keyboard
 from react_ros.sinks.live import MAX_LAG_S, TF_MESSAGE, PlayOptions, _skip_to
@@ -210,7 +210,9 @@ class FoxgloveServer:
 
     def run(self) -> int:
         """Serve until stopped (Ctrl-C); the end of the episode keeps the server up."""
-        restore = _stop_on_signals(self.stop)
+        # as the DDS player: the first SIGINT/SIGTERM stops, the same Ctrl-C delivered twice
+        # is one stop, a later one ends the process at once (stop_signals.py)
+        restore = StopSignals('react-ros play', self.stop).restore
         keyboard = None
         if self.options.keyboard and Keyboard.available():
             t = self.timeline
@@ -366,27 +368,6 @@ def _select(episode: Episode, opts: PlayOptions) -> list[Stream]:
     if streams and not chosen:
         raise ReactRosError(f'{episode.path}: --topics/--exclude leave no topic to play')
     return chosen
-
-
-def _stop_on_signals(stop: Callable[[], None]) -> Callable[[], None]:
-    """SIGINT/SIGTERM stop the server (a second one raises KeyboardInterrupt); main thread only."""
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
-    stopped = False
-
-    def handler(signum: int, frame: Any) -> None:
-        nonlocal stopped
-        if stopped:
-            raise KeyboardInterrupt
-        stopped = True
-        stop()
-
-    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-
-    def restore() -> None:
-        for s, h in old.items():
-            signal.signal(s, h)
-    return restore
 
 
 def serve_episode(episode: Episode | Callable[[], Episode], options: PlayOptions, *,
