@@ -1,4 +1,4 @@
-"""Write config/<kind>.foxglove.json: each kind's RViz config as a Foxglove layout.
+"""Write react_ros/kinds/<kind>/<kind>.foxglove.json: each kind's RViz config as a Foxglove layout.
 
     python scripts/foxglove_layouts.py        # rewrite the five files
     python scripts/foxglove_layouts.py --check  # exit 1 if a file differs from what this writes
@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-CONFIG = Path(__file__).resolve().parents[1] / 'config'
+KINDS_DIR = Path(__file__).resolve().parents[1] / 'react_ros' / 'kinds'
 
 # kind -> the RViz config's fixed frame and orbit distance, the topics of its 3D
 # displays, its image displays (title, image topic, CameraInfo topic or None) and
@@ -164,7 +164,7 @@ def text(kind: str) -> str:
 
 
 def path(kind: str) -> Path:
-    return CONFIG / f'{kind}.foxglove.json'
+    return KINDS_DIR / kind / f'{kind}.foxglove.json'
 
 
 def main(argv: list[str] | None = None) -> int:

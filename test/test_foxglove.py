@@ -335,7 +335,7 @@ def sample_topics(tmp_path_factory: pytest.TempPathFactory) -> dict[str, set[str
 @pytest.mark.parametrize('kind', sorted(KINDS))
 def test_layout_is_valid_and_names_only_topics_the_kind_publishes(
         kind: str, sample_topics: dict[str, set[str]]) -> None:
-    path = ROOT / 'config' / f'{kind}.foxglove.json'
+    path = ROOT / 'react_ros' / 'kinds' / kind / f'{kind}.foxglove.json'
     config = json.loads(path.read_text())
     assert set(config) >= {'configById', 'layout'}
     ids = _panel_ids(config['layout'])
@@ -347,7 +347,7 @@ def test_layout_is_valid_and_names_only_topics_the_kind_publishes(
         f'{path.name} names topics the {kind} sample does not publish: ' \
         f'{sorted(named - sample_topics[kind])}'
     # every camera of the RViz config has its Image panel
-    rviz = (ROOT / 'config' / f'{kind}.rviz').read_text()
+    rviz = (ROOT / 'react_ros' / 'kinds' / kind / f'{kind}.rviz').read_text()
     rviz_images = set(re.findall(r'Value: (/\S+/image_raw)\b', rviz))
     assert rviz_images <= named, sorted(rviz_images - named)
 
