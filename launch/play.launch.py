@@ -11,12 +11,15 @@ robot_state_publisher's robot_description parameter; the real
 robot_state_publisher is used when ROS 2 provides it, react_ros's drop-in
 state_publisher otherwise. robot_state_publisher and RViz run with
 use_sim_time so they follow the player's /clock and notice when it jumps back
-(loop, backward seek).
+(loop, backward seek). The launch shuts down when the player exits, so a launch
+without loop:=true returns at the episode's end.
 """
 from pathlib import Path
 
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction
+from launch.actions import (DeclareLaunchArgument, LogInfo, OpaqueFunction,
+                            RegisterEventHandler, Shutdown)
+from launch.event_handlers import OnProcessExit
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
@@ -65,8 +68,14 @@ def _actions(context, *args, **kwargs):
     # Strings as strings: launch would otherwise read '2026-05-10/...' as YAML.
     params = {k: ParameterValue(v, value_type=str) if isinstance(v, str) else v
               for k, v in params.items()}
-    actions = [Node(package='react_ros', executable='player', name='react_ros_player',
-                    output='screen', parameters=[params])]
+    player = Node(package='react_ros', executable='player', name='react_ros_player',
+                  output='screen', parameters=[params])
+    # The launch ends with the player (the episode's end, an error, a stop): the state
+    # publisher and RViz would otherwise keep `ros2 launch` waiting for Ctrl-C.
+    actions = [player,
+               RegisterEventHandler(OnProcessExit(
+                   target_action=player,
+                   on_exit=[Shutdown(reason='the player ended')]))]
     if episode.urdf:
         actions.append(_state_publisher(episode.urdf))
     else:

@@ -24,6 +24,31 @@ def test_launch_file_compiles(tmp_path: Path) -> None:
         assert needle in text, needle
 
 
+def test_launch_shuts_down_when_the_player_exits() -> None:
+    """RegisterEventHandler(OnProcessExit(target_action=<the player>, on_exit=[Shutdown(...)]))
+    among the actions: without it `ros2 launch` waited for Ctrl-C after the episode's end
+    (checked end to end with upstream launch/launch_ros: README, "Inside a ROS 2 workspace")."""
+    tree = ast.parse((ROOT / 'launch' / 'play.launch.py').read_text())
+
+    def name(node: ast.AST) -> str | None:
+        return node.func.id if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+            else None
+
+    players = {t.id for n in ast.walk(tree) if isinstance(n, ast.Assign)
+               for t in n.targets if isinstance(t, ast.Name)
+               if name(n.value) == 'Node'
+               and any(k.arg == 'executable' and getattr(k.value, 'value', None) == 'player'
+                       for k in n.value.keywords)}
+    assert players, 'no Node(executable=player) bound to a name'
+    handlers = [n for n in ast.walk(tree) if name(n) == 'OnProcessExit']
+    assert handlers, 'no OnProcessExit'
+    kw = {k.arg: k.value for k in handlers[0].keywords}
+    assert isinstance(kw['target_action'], ast.Name) and kw['target_action'].id in players
+    assert [name(a) for a in kw['on_exit'].elts] == ['Shutdown']
+    registered = [n for n in ast.walk(tree) if name(n) == 'RegisterEventHandler']
+    assert any(handlers[0] in a.args for a in registered), 'OnProcessExit is not registered'
+
+
 def test_umi_rviz_config() -> None:
     config = yaml.safe_load((ROOT / 'react_ros' / 'kinds' / 'umi' / 'umi.rviz').read_text())
     manager = config['Visualization Manager']
