@@ -15,7 +15,7 @@ from typing import NoReturn, Sequence
 
 from react_ros.adapters import KINDS, EpisodeOptions, kind_options, open_episode, resolve_kind
 from react_ros.adapters.base import DatasetKind
-from react_ros.errors import ReactRosError
+from react_ros.errors import ReactRosError, interrupt_behind
 from react_ros.options import KindOptions, Option
 from react_ros.ros.isolation import RANGE_VAR, announce, keep_discovery_local
 
@@ -490,14 +490,7 @@ def _interrupt_behind(err: BaseException) -> KeyboardInterrupt | None:
     which builds messages in Python, it comes back as a TypeError caused by the
     interrupt. Still a stop, not a bug.
     """
-    seen: set[int] = set()
-    cause: BaseException | None = err
-    while cause is not None and id(cause) not in seen:
-        if isinstance(cause, KeyboardInterrupt):
-            return cause
-        seen.add(id(cause))
-        cause = cause.__cause__ or cause.__context__
-    return None
+    return interrupt_behind(err)
 
 
 if __name__ == '__main__':

@@ -31,3 +31,19 @@ class OutputWriteError(SinkError):
     Still a one-line exit 2 for `convert`, but not the episode's fault: convert-all
     records it as failed, to be tried again once the disk is fixed.
     """
+
+
+def interrupt_behind(err: BaseException) -> KeyboardInterrupt | None:
+    """The KeyboardInterrupt in `err`'s chain of causes and contexts, if any.
+
+    A Ctrl-C that lands inside a C extension's callback (rclpy's deserialisation builds
+    messages in Python) comes back wrapped, e.g. as a TypeError caused by the interrupt.
+    """
+    seen: set[int] = set()
+    cause: BaseException | None = err
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return None

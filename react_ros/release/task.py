@@ -78,7 +78,7 @@ def convert_episode(task: Task) -> Outcome:
     run is being stopped, not this episode failed.
     """
     from react_ros.adapters import KINDS, EpisodeOptions, open_episode
-    from react_ros.errors import ReactRosError
+    from react_ros.errors import ReactRosError, interrupt_behind
     from react_ros.release.index import CONVERTED, FAILED, REFUSED
     from react_ros.sinks.bag import write_bag
 
@@ -99,7 +99,7 @@ def convert_episode(task: Task) -> Outcome:
         return Outcome(ref.id, status, reason=_one_line(str(err)),
                        seconds=time.monotonic() - start)
     except Exception as err:
-        stop = _interrupt_behind(err)
+        stop = interrupt_behind(err)
         if stop is not None:  # a stop signal that surfaced through a C extension's callback
             raise stop from None
         if environmental(err):  # as above (an OSError no reader turned into a refusal)
@@ -137,17 +137,6 @@ def environmental(err: BaseException) -> bool:
         seen.add(id(cause))
         cause = cause.__cause__ or cause.__context__
     return False
-
-
-def _interrupt_behind(err: BaseException) -> KeyboardInterrupt | None:
-    seen: set[int] = set()
-    cause: BaseException | None = err
-    while cause is not None and id(cause) not in seen:
-        if isinstance(cause, KeyboardInterrupt):
-            return cause
-        seen.add(id(cause))
-        cause = cause.__cause__ or cause.__context__
-    return None
 
 
 def _one_line(text: str) -> str:
