@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 ENV := scripts/ros_env.sh
 
-.PHONY: setup demo test bench clean
+.PHONY: setup demo test bench clean previews
 
 setup:
 	@scripts/setup_env.sh
@@ -20,6 +20,9 @@ bench: setup
 	@$(ENV) python bench/bench_truetrace.py
 	@$(ENV) python bench/bench_objects.py
 	@$(ENV) python bench/bench_convert.py
+
+previews: setup  # docs/previews/<kind>.png from each kind's sample
+	@$(ENV) python scripts/make_previews.py
 
 clean:
 	rm -rf .venv build install log .pytest_cache
