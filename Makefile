@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 ENV := scripts/ros_env.sh
 
-.PHONY: setup demo test bench clean
+.PHONY: setup demo test bench clean previews
 
 setup:
 	@scripts/setup_env.sh
@@ -15,6 +15,9 @@ test: setup
 
 bench: setup
 	@for b in bench/bench_*.py; do $(ENV) python $$b || exit 1; done
+
+previews: setup  # docs/previews/<kind>.png from each kind's sample
+	@$(ENV) python scripts/make_previews.py
 
 clean:
 	rm -rf .venv build install log .pytest_cache

@@ -243,6 +243,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--dir', type=Path, default=None,
                    help='where the sample lives (default: ~/.cache/react_ros/samples)')
     _play_args(p)
+
+    p = sub.add_parser('preview', help='draw an episode or bag: a sheet (.png) or a clip (.mp4)')
+    _episode_args(p)
+    p.add_argument('-o', '--output', required=True, metavar='FILE',
+                   help='sheet.png (every camera at a few moments, topic strip, TF tree) or '
+                        'clip.mp4 (one camera, every frame)')
+    p.add_argument('--at', type=_non_negative, nargs='+', metavar='T',
+                   help='moments of a sheet, seconds from the start (default: 3 spread out)')
+    p.add_argument('--camera', metavar='TOPIC', help='the image topic of a clip (default: the '
+                   'first with a CameraInfo)')
+    p.add_argument('--tile-height', type=int, default=360, metavar='PX',
+                   help='pictures of a sheet at most this tall (default 360)')
+    p.add_argument('--overwrite', action='store_true', help='replace an existing FILE')
+    p.add_argument('-q', '--quiet', action='store_true')
+    p.add_argument('--progress', action='store_true',
+                   help='show progress even when stderr is not a terminal')
     return parser
 
 
@@ -447,8 +463,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return _play(lambda: open_episode(episode, args.kind, options), args, show_rates=True)
 
 
+def cmd_preview(args: argparse.Namespace) -> int:
+    from react_ros.preview.run import run_command
+    return run_command(args, lambda: _open(args))
+
+
 COMMANDS = {'info': cmd_info, 'play': cmd_play, 'convert': cmd_convert,
-            'convert-all': cmd_convert_all, 'sample': cmd_sample, 'demo': cmd_demo}
+            'convert-all': cmd_convert_all, 'sample': cmd_sample, 'demo': cmd_demo,
+            'preview': cmd_preview}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
