@@ -21,7 +21,7 @@ def main() -> int:
     ap.add_argument('--seconds', type=float, default=10.0)
     args = ap.parse_args()
     from react_ros.adapters import open_episode
-    from react_ros.samples.react import write_react_sample
+    from react_ros.kinds.react.sample import write_react_sample
     with tempfile.TemporaryDirectory() as tmp:
         root = write_react_sample(Path(tmp) / 'release', seed=1, duration_s=args.seconds,
                                   width=640, height=480)

@@ -159,8 +159,8 @@ def test_an_inverted_transform_moves_the_drawing(tmp_path: Path) -> None:
 @pytest.fixture(scope='module')
 def kind_samples(tmp_path_factory: pytest.TempPathFactory,
                  umi_episode: Path) -> dict[str, tuple[Path, list[str]]]:
-    from react_ros.samples.objects import SESSION, write_objects_sample
-    from react_ros.samples.react import write_react_sample
+    from react_ros.kinds.objects.sample import SESSION, write_objects_sample
+    from react_ros.kinds.react.sample import write_react_sample
     objects = write_objects_sample(tmp_path_factory.mktemp('objects') / 'release',
                                    duration_s=1.0) / SESSION
     react = write_react_sample(tmp_path_factory.mktemp('react') / 'release', seed=3,

@@ -40,7 +40,7 @@ from react_ros.errors import DatasetFormatError
 from react_ros.kinds.objects.session import (
     HELD_BY, MARKERS_NPZ, MOTION, OBJECTS_JSON, OBJECTS_NPZ, QUALITY, Instance,
     frames_of, marker_residual_mm, read_session, rigid_faults, scan_markers, scan_poses)
-from react_ros.kinds.objects.ply import ply_bounds
+from react_ros.formats.ply import ply_bounds
 from react_ros.formats.times import check_ns, seconds_to_ns
 from react_ros.options import KindOptions, at_least, option
 from react_ros.ros.cdr_writer import CdrWriter, SphereLists, delete_marker_cdr, tf_message_cdr
