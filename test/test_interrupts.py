@@ -138,8 +138,13 @@ def test_a_stop_signal_mid_convert_exits_at_once_leaving_nothing(
                   '-o', str(out))
     _wait_for(proc, 'MCAP bytes in the partial', lambda: _mcap_bytes(out.parent) > 0)
     status, err, seconds = _stop(proc, HOW[how])
-    first = HOW[how][0]
-    assert status == 128 + first, (status, err)
+    # The first signal decides the status when it is handled before the second arrives.
+    # Two that are pending together (the main thread inside C code for 5 ms: a JPEG
+    # encode) reach Python's handlers in signal-number order, SIGINT before SIGTERM, so
+    # either is the run's: both mean "stop".
+    assert status in {128 + s for s in HOW[how]}, (status, err)
+    if len(set(HOW[how])) == 1:
+        assert status == 128 + HOW[how][0], (status, err)
     assert 'Traceback' not in err and 'Exception ignored' not in err, err
     assert 'error' not in err, err
     assert _listing(tmp_path) == [], _listing(tmp_path)
