@@ -226,3 +226,29 @@ def test_a_release_of_one_episode_needs_no_episode_flag(
     code, _, err = _main(capsys, 'convert', str(root), '-o', str(tmp_path / 'bag'), '-q')
     assert code == 0, err
     assert (tmp_path / 'bag' / 'metadata.yaml').is_file()
+
+
+def test_no_shared_module_names_a_kind() -> None:
+    """A dataset is its folder: outside react_ros/kinds/<k>/, no code names a kind.
+
+    A string that is a kind's name, or an import of a kind's package, in react_ros/ or
+    launch/ would mean a sixth kind needs an edit there. (scripts/ still has two tables
+    that name kinds: the Foxglove layout specs and the preview list; their turn is next.)
+    """
+    import re
+    root = Path(__file__).resolve().parents[1]
+    names = set(KINDS)
+    found = []
+    for path in sorted([*(root / 'react_ros').rglob('*.py'), *(root / 'launch').rglob('*.py')]):
+        if 'kinds' in path.relative_to(root).parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and node.value in names:
+                found.append(f'{path.relative_to(root)}:{node.lineno} {node.value!r}')
+            elif isinstance(node, ast.ImportFrom) and re.match(r'react_ros\.kinds\.\w',
+                                                               node.module or ''):
+                found.append(f'{path.relative_to(root)}:{node.lineno} imports {node.module}')
+            elif isinstance(node, ast.Import) and any(
+                    re.match(r'react_ros\.kinds\.\w', a.name) for a in node.names):
+                found.append(f'{path.relative_to(root)}:{node.lineno} imports a kind')
+    assert not found, found
