@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from live_support import PLAYER, Listener, spawn, stop
+from live_support import PLAYER, Listener, play_through, spawn, stop
 from rosbag_support import foreign_bag, typestore
 from rosbag_support import expected as foreign_messages
 
@@ -25,27 +25,26 @@ def _player(bag: Path, log: Path, *args: str):
     return spawn(['-m', 'react_ros.cli', 'play', str(bag), '--start-paused', *args], log)
 
 
+def _played_through(bag: Path, topics: dict[str, str], log: Path) -> Listener:
+    """`play BAG --start-paused` to its end (exit 0) with a subscriber on `topics`."""
+    listener = Listener()
+    try:
+        for topic, msg_type in topics.items():
+            listener.subscribe(topic, msg_type)
+        play_through(listener, _player(bag, log), log, topics)
+    finally:
+        listener.close()
+    return listener
+
+
 @pytest.mark.parametrize('files', [1, 2])
 def test_a_foreign_bag_plays_every_message_in_order_with_its_stamps(tmp_path: Path,
                                                                     files: int) -> None:
-    from rosbag2_interfaces import srv
     bag = foreign_bag(tmp_path / 'bag', files=files)
     want = [(topic, msg) for topic, _, _, msg in foreign_messages(typestore())
             if topic in TOPICS]
     log = tmp_path / 'player.log'
-    player = _player(bag, log)
-    listener = Listener()
-    try:
-        for topic, msg_type in TOPICS.items():
-            listener.subscribe(topic, msg_type)
-        assert listener.wait_for_publishers(TOPICS), log.read_text()
-        listener.call(f'/{PLAYER}/resume', srv.Resume)
-        assert listener.spin_until(lambda: player.poll() is not None, 60), 'never ended'
-        listener.spin_for(0.3)
-    finally:
-        stop(player)
-        listener.close()
-    assert player.returncode == 0, log.read_text()
+    listener = _played_through(bag, TOPICS, log)
     text = log.read_text()
     assert '/gizmo' in text and 'not installed' in text, text
     for topic in TOPICS:
@@ -69,7 +68,6 @@ def test_a_foreign_bag_plays_every_message_in_order_with_its_stamps(tmp_path: Pa
 def test_our_own_bag_plays_every_message_in_order_with_its_stamps(tmp_path: Path,
                                                                   umi_episode: Path) -> None:
     """A bag react_ros wrote (lz4 chunks, metadata version 8) through the same player."""
-    from rosbag2_interfaces import srv
 
     from react_ros.adapters import open_episode
     from react_ros.formats.rosbag2 import Rosbag2
@@ -80,20 +78,7 @@ def test_our_own_bag_plays_every_message_in_order_with_its_stamps(tmp_path: Path
               '/left/perception_interface/pose/state': 'geometry_msgs/msg/PoseStamped',
               '/joint_states': 'sensor_msgs/msg/JointState'}
     recorded = {t: [m.log_time_ns for m in Rosbag2(bag).messages([t])] for t in topics}
-    log = tmp_path / 'player.log'
-    player = _player(bag, log)
-    listener = Listener()
-    try:
-        for topic, msg_type in topics.items():
-            listener.subscribe(topic, msg_type)
-        assert listener.wait_for_publishers(topics), log.read_text()
-        listener.call(f'/{PLAYER}/resume', srv.Resume)
-        assert listener.spin_until(lambda: player.poll() is not None, 60), 'never ended'
-        listener.spin_for(0.3)
-    finally:
-        stop(player)
-        listener.close()
-    assert player.returncode == 0, log.read_text()
+    listener = _played_through(bag, topics, tmp_path / 'player.log')
     for topic in topics:
         # react_ros stamps each message's header with the time it logs it at
         assert [to_ns(m.header.stamp) for m in listener.msgs[topic]] == recorded[topic], topic

@@ -45,7 +45,7 @@ from react_ros.ros.serialization import cdr_payload
 from react_ros.ros.stop_signals import StopSignals
 from react_ros.sinks import timeline as tl
 from react_ros.sinks.keyboard import DOWN, RIGHT, SPACE, UP, Keyboard
-from react_ros.sinks.live import MAX_LAG_S, TF_MESSAGE, PlayOptions, _skip_to
+from react_ros.sinks.live import MAX_LAG_S, TF_MESSAGE, PlayOptions, pass_iterators
 from react_ros.sinks.readahead import Cancelled, ReadAhead
 from react_ros.streams import Stream, merge
 
@@ -268,18 +268,8 @@ class FoxgloveServer:
             self._replay.clear()
 
     def _iterators(self, from_ns: int) -> tuple[list[Iterator[tuple[int, Any]]], list[ReadAhead]]:
-        heavy = [s for s in self.streams if s.heavy]
-        budget = self.options.read_ahead_bytes // max(1, len(heavy))
-        readers: list[ReadAhead] = []
-        its: list[Iterator[tuple[int, Any]]] = []
-        for s in self.streams:
-            if s.heavy:
-                r = ReadAhead(s, from_ns, budget, lambda: self.timeline.interrupted)
-                readers.append(r)
-                its.append(iter(r))
-            else:
-                its.append(_skip_to(s, from_ns))
-        return its, readers
+        return pass_iterators(self.streams, from_ns, self.options.read_ahead_bytes,
+                              lambda: self.timeline.interrupted)
 
     def _play_pass(self, from_ns: int) -> str:
         t = self.timeline

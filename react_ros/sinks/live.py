@@ -403,20 +403,8 @@ class Player:
             start = self.timeline.next_pass(self._play_pass(start))
 
     def _iterators(self, from_ns: int) -> tuple[list[Iterator[tuple[int, Any]]], list[ReadAhead]]:
-        heavy = [s for s in self.streams if s.heavy]
-        budget = self.options.read_ahead_bytes // max(1, len(heavy))
-        readers: list[ReadAhead] = []
-        its: list[Iterator[tuple[int, Any]]] = []
-        for s in self.streams:
-            if s.heavy:
-                # A reader still decoding frames to drop (after a seek) must
-                # not hold off a stop or a newer seek.
-                r = ReadAhead(s, from_ns, budget, lambda: self.timeline.interrupted)
-                readers.append(r)
-                its.append(iter(r))
-            else:
-                its.append(_skip_to(s, from_ns))
-        return its, readers
+        return pass_iterators(self.streams, from_ns, self.options.read_ahead_bytes,
+                              lambda: self.timeline.interrupted)
 
     def _play_pass(self, from_ns: int) -> str:
         timeline = self.timeline
@@ -657,6 +645,29 @@ def player_node(name: str, context: Context | None = None) -> Node:
         return Node(name, context=context)
     except InvalidNodeNameException:
         raise ReactRosError(f'--node-name {name!r} is not a valid ROS node name') from None
+
+
+def pass_iterators(streams: Sequence[Stream], from_ns: int, read_ahead_bytes: int,
+                   interrupted: Callable[[], bool]
+                   ) -> tuple[list[Iterator[tuple[int, Any]]], list[ReadAhead]]:
+    """One iterator per stream from `from_ns`: heavy ones read ahead on threads within
+    `read_ahead_bytes` together, the rest in line (a latched one re-sends its last).
+
+    `interrupted`: a reader still decoding frames to drop (after a seek) must not hold
+    off a stop or a newer seek. Both sinks that play (DDS and Foxglove) start passes here.
+    """
+    heavy = [s for s in streams if s.heavy]
+    budget = read_ahead_bytes // max(1, len(heavy))
+    readers: list[ReadAhead] = []
+    its: list[Iterator[tuple[int, Any]]] = []
+    for s in streams:
+        if s.heavy:
+            r = ReadAhead(s, from_ns, budget, interrupted)
+            readers.append(r)
+            its.append(iter(r))
+        else:
+            its.append(_skip_to(s, from_ns))
+    return its, readers
 
 
 def _skip_to(stream: Stream, from_ns: int) -> Iterator[tuple[int, Any]]:
