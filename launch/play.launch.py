@@ -54,10 +54,12 @@ def _state_publisher(urdf: str) -> Node:
                 name='robot_state_publisher', parameters=params, output='screen')
 
 
-def _rviz(rviz_file: str) -> list:
+def _rviz(kind) -> list:
     share = _package_share('react_ros')
-    config = share / rviz_file if share is not None else None
-    args = ['-d', str(config)] if config is not None and config.is_file() else []
+    config = share / kind.rviz_file if share is not None else None
+    if config is None or not config.is_file():  # a kind kept outside the package
+        config = kind.rviz_source
+    args = ['-d', str(config)] if config.is_file() else []
     return [Node(package='rviz2', executable='rviz2', name='rviz2', arguments=args,
                  parameters=[{'use_sim_time': True}], output='screen')]
 
@@ -81,7 +83,7 @@ def _actions(context, *args, **kwargs):
     else:
         actions.append(LogInfo(msg=f'{episode.path}: no URDF, no robot_state_publisher'))
     if values['rviz'].lower() == 'true':
-        actions += _rviz(kind.rviz_file)
+        actions += _rviz(kind)
     return actions
 
 

@@ -475,7 +475,11 @@ COMMANDS = {'info': cmd_info, 'play': cmd_play, 'convert': cmd_convert,
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; its exit status (128 + the signal's number after a stop signal)."""
+    from react_ros.adapters import BROKEN
     from react_ros.sinks.output import stop_requested
+    if BROKEN:  # a kind folder of REACT_ROS_KINDS_PATH that does not load
+        print(f'error: {BROKEN[0]}', file=sys.stderr)
+        return EXIT_BAD_INPUT
     args = build_parser().parse_args(argv)
     try:
         status = COMMANDS[args.command](args)

@@ -37,11 +37,10 @@ class KindContract:
         return open_episode(source, cls.kind, EpisodeOptions(episode=cls.episode_id))
 
     def test_the_kind_is_registered_with_a_sample_config_and_rviz(self) -> None:
-        root = Path(__file__).resolve().parents[1]
         kind = KINDS[self.kind]
         assert kind.sample_writer() is not None
         assert kind.config() is not None
-        assert (root / "react_ros" / kind.source_rviz).is_file()
+        assert kind.rviz_source.is_file() and kind.folder.name == self.kind
         assert kind.adapter.kind == self.kind
 
     def test_only_this_kind_claims_its_sample(self, source: Path) -> None:

@@ -20,11 +20,41 @@ from react_ros.errors import DatasetFormatError, ReactRosError
 from react_ros.options import Option, options_of
 
 
-def _found_kinds() -> tuple[DatasetKind, ...]:
-    """`KIND` of react_ros/kinds/<k>/adapter.py for every <k>, by each KIND's `order`."""
-    names = [m.name for m in pkgutil.iter_modules(_kinds_package.__path__) if m.ispkg]
-    found = [importlib.import_module(f'react_ros.kinds.{n}.adapter').KIND for n in names]
-    return tuple(sorted(found, key=lambda k: (k.order, k.name)))
+def _kinds_in(folders: list[str]) -> tuple[list[DatasetKind], list[str]]:
+    """`KIND` of <folder>/<k>/adapter.py for every <k> of the folders, and one line per
+    folder that is not a kind (an out-of-tree one: its error must not stop the others)."""
+    found, broken = [], []
+    builtin = Path(_kinds_package.__file__).parent
+    # Folder by folder: pkgutil.iter_modules over them all would hide a second <k> silently.
+    for folder, module in ((f, m) for f in folders for m in pkgutil.iter_modules([f])):
+        if not module.ispkg:
+            continue
+        where = Path(folder) / module.name
+        if module.name in _KINDS or any(k.name == module.name for k in found):
+            broken.append(f'{where}: a dataset kind named {module.name!r} exists already')
+            continue
+        try:
+            kind = importlib.import_module(f'react_ros.kinds.{module.name}.adapter').KIND
+        except Exception as err:  # an out-of-tree kind's own bug: say where, go on
+            if where.parent == builtin:
+                raise
+            broken.append(f'{where}: not a dataset kind folder '
+                          f'({type(err).__name__}: {err})'.splitlines()[0])
+            continue
+        found.append(kind)
+    return sorted(found, key=lambda k: (k.order, k.name)), broken
+
+
+def add_kinds_path(folder: Path) -> list[DatasetKind]:
+    """Register the kinds in `folder` (<folder>/<kind>/adapter.py ...), as
+    REACT_ROS_KINDS_PATH does at start-up; refuses a folder that holds a broken one."""
+    folder = str(Path(folder).resolve())
+    if folder not in _kinds_package.__path__:
+        _kinds_package.__path__.append(folder)
+    found, broken = _kinds_in([folder])
+    if broken:
+        raise ReactRosError(broken[0])
+    return [register(k) for k in found]
 
 
 _KINDS: dict[str, DatasetKind] = {}
@@ -119,10 +149,11 @@ def open_episode(path: Path, kind: str | None = None,
     return desc.adapter(path, dataclasses.replace(options, own=own)).open()
 
 
-BUILTIN = _found_kinds()
-for _kind in BUILTIN:
+_found, BROKEN = _kinds_in(list(_kinds_package.__path__))
+BUILTIN = tuple(_found)  # the kinds found at start-up
+for _kind in _found:
     register(_kind)
 
-__all__ = ['BUILTIN', 'KINDS', 'DatasetKind', 'Episode', 'EpisodeOptions', 'EpisodeRef',
+__all__ = ['BROKEN', 'BUILTIN', 'add_kinds_path', 'KINDS', 'DatasetKind', 'Episode', 'EpisodeOptions', 'EpisodeRef',
            'detect_kind', 'find_release', 'kind_options', 'open_episode', 'register',
            'resolve_kind', 'unregister']

@@ -116,22 +116,23 @@ class DatasetKind:
     read_first: Callable[[Path], bool] | None = None
 
     @property
-    def config_file(self) -> str:
-        """Package data: react_ros/kinds/<name>/config.yaml, beside the kind's code."""
-        return f'kinds/{self.name}/config.yaml'
-
-    @property
-    def source_rviz(self) -> str:
-        """The RViz config in the package: react_ros/kinds/<name>/<name>.rviz."""
-        return f'kinds/{self.name}/{self.name}.rviz'
+    def folder(self) -> Path:
+        """react_ros/kinds/<name>/ (or <dir>/<name>/ of REACT_ROS_KINDS_PATH): its code and files."""
+        package = importlib.import_module(f'react_ros.kinds.{self.name}')
+        return Path(next(iter(package.__path__)))
 
     @property
     def rviz_file(self) -> str:
         """config/<name>.rviz in the package's share directory (installed from the kind's folder)."""
         return f'config/{self.name}.rviz'
 
+    @property
+    def rviz_source(self) -> Path:
+        """The RViz config in the kind's folder (what a kind outside the package uses)."""
+        return self.folder / f'{self.name}.rviz'
+
     def config(self) -> dict[str, Any]:
-        return package_config(self.config_file)
+        return kind_config(self.name)
 
     def sample_writer(self) -> Callable[..., Path] | None:
         if self.sample is None:
@@ -142,8 +143,8 @@ class DatasetKind:
 
 
 @lru_cache(maxsize=None)
-def package_config(name: str) -> dict[str, Any]:
-    """A YAML file shipped as package data (pip) and in share/ (colcon)."""
-    config: dict[str, Any] = yaml.safe_load(resources.files('react_ros').joinpath(name)
-                                            .read_text()) or {}
+def kind_config(name: str) -> dict[str, Any]:
+    """<kind folder>/config.yaml, shipped as package data (pip and colcon) beside the code."""
+    text = resources.files(f'react_ros.kinds.{name}').joinpath('config.yaml').read_text()
+    config: dict[str, Any] = yaml.safe_load(text) or {}
     return config

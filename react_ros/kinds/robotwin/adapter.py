@@ -30,7 +30,7 @@ from sensor_msgs.msg import Image, JointState, PointCloud2, PointField
 from std_msgs.msg import String
 
 from react_ros.adapters.base import (DatasetKind, Episode, EpisodeOptions, EpisodeRef,
-                                     package_config)
+                                     kind_config)
 from react_ros.adapters.poses import NON_UNIT, ZERO_QUATERNION, PosePolicy, PoseRule
 from react_ros.adapters.video_streams import MAX_SIDE
 from react_ros.errors import DatasetFormatError, ReactRosError
@@ -52,7 +52,7 @@ JOIN_S = 10.0
 EMBODIMENTS = ('agilex', 'franka')
 REPLAY_REPORT = 'reports/replay_success_check_failed.json'
 CLOUD_FIELDS = ('x', 'y', 'z', 'rgb')
-DEFAULT_FPS = float(package_config('kinds/robotwin/config.yaml')['fps'])
+DEFAULT_FPS = float(kind_config('robotwin')['fps'])
 
 
 def _positive(v: Any) -> str | None:
