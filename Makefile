@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 ENV := scripts/ros_env.sh
 
-.PHONY: setup demo test bench clean previews
+.PHONY: setup demo test bench clean previews layouts
 
 setup:
 	@scripts/setup_env.sh
@@ -18,6 +18,9 @@ bench: setup
 
 previews: setup  # docs/previews/<kind>.png from each kind's sample
 	@$(ENV) python scripts/make_previews.py
+
+layouts: setup  # react_ros/kinds/<kind>/<kind>.foxglove.json from each kind's foxglove_layout.yaml
+	@$(ENV) python scripts/foxglove_layouts.py
 
 clean:
 	rm -rf .venv build install log .pytest_cache

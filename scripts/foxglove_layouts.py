@@ -1,7 +1,10 @@
 """Write react_ros/kinds/<kind>/<kind>.foxglove.json: each kind's RViz config as a Foxglove layout.
 
-    python scripts/foxglove_layouts.py        # rewrite the five files
-    python scripts/foxglove_layouts.py --check  # exit 1 if a file differs from what this writes
+    make layouts                                                 # rewrite every kind's file
+    scripts/ros_env.sh python scripts/foxglove_layouts.py --check  # exit 1 if one differs
+
+Every registered kind whose folder holds a foxglove_layout.yaml (what its RViz config
+shows, as data) gets a layout; this script names no kind.
 
 The layouts are in the format Foxglove's "Import layout" and Lichtblick's read and
 "Export layout" writes (`configById` + a mosaic `layout` tree of panel ids), so a bag
@@ -28,59 +31,26 @@ import sys
 from pathlib import Path
 from typing import Any
 
-KINDS_DIR = Path(__file__).resolve().parents[1] / 'react_ros' / 'kinds'
+import yaml
 
-# kind -> the RViz config's fixed frame and orbit distance, the topics of its 3D
-# displays, its image displays (title, image topic, CameraInfo topic or None) and
-# plots standing in for displays Foxglove's 3D panel lacks (title, message paths).
-KINDS: dict[str, dict[str, Any]] = {
-    'umi': {
-        'frame': 'world', 'distance': 2.5,
-        'scene': {'/robot_description': {}},
-        'images': [('left', '/left/image_raw', '/left/camera_info'),
-                   ('center', '/center/image_raw', '/center/camera_info'),
-                   ('right', '/right/image_raw', '/right/camera_info')],
-        'plots': [],
-    },
-    'react': {
-        'frame': 'world', 'distance': 1.4,
-        'scene': {'/sensor_left/force_target': {}, '/sensor_right/force_target': {},
-                  '/object/pose': {}},
-        'images': [('view_left', '/view_left/image_raw', '/view_left/camera_info'),
-                   ('view_middle', '/view_middle/image_raw', '/view_middle/camera_info'),
-                   ('view_right', '/view_right/image_raw', '/view_right/camera_info'),
-                   ('tactile_left', '/tactile_left/image_raw', None),
-                   ('tactile_right', '/tactile_right/image_raw', None)],
-        'plots': [('force_left (N)', [f'/sensor_left/force.wrench.force.{a}' for a in 'xyz']),
-                  ('force_right (N)', [f'/sensor_right/force.wrench.force.{a}' for a in 'xyz'])],
-    },
-    'truetrace': {
-        'frame': 'cam0_optical_frame', 'distance': 0.8,
-        'scene': {'/hands/markers': {}},
-        'images': [('cam0', '/cam0/image_raw', '/cam0/camera_info'),
-                   ('cam1', '/cam1/image_raw', '/cam1/camera_info')],
-        'plots': [('IMU angular velocity (rad/s)',
-                   [f'/imu/data.angular_velocity.{a}' for a in 'xyz']),
-                  ('IMU linear acceleration (m/s^2)',
-                   [f'/imu/data.linear_acceleration.{a}' for a in 'xyz'])],
-    },
-    'robotwin': {
-        'frame': 'world', 'distance': 1.6,
-        'scene': {'/pointcloud': {'colorField': 'rgb', 'colorMode': 'rgb', 'pointSize': 2}},
-        'images': [('head_camera', '/head_camera/image_raw', '/head_camera/camera_info'),
-                   ('depth', '/head_camera/depth/image_raw', '/head_camera/depth/camera_info'),
-                   ('actor_segmentation', '/head_camera/segmentation/actor/image_raw', None),
-                   ('left_camera', '/left_camera/image_raw', '/left_camera/camera_info'),
-                   ('right_camera', '/right_camera/image_raw', '/right_camera/camera_info')],
-        'plots': [],
-    },
-    'objects': {
-        'frame': 'world', 'distance': 4.0,
-        'scene': {'/objects/markers': {}, '/objects/raw_markers': {}},
-        'images': [],
-        'plots': [],
-    },
-}
+from react_ros.adapters import KINDS as REGISTRY
+
+SPEC_NAME = 'foxglove_layout.yaml'
+
+
+def _spec(folder: Path) -> dict[str, Any]:
+    """A kind's layout spec (its folder's foxglove_layout.yaml): the RViz config's fixed
+    frame and orbit distance, the topics of its 3D displays, its image displays (title,
+    image topic, CameraInfo topic or null) and plots standing in for displays Foxglove's
+    3D panel lacks (title, message paths)."""
+    spec = yaml.safe_load((folder / SPEC_NAME).read_text())
+    return {**spec, 'images': [tuple(i) for i in spec['images']],
+            'plots': [(p['title'], p['paths']) for p in spec['plots']]}
+
+
+# kind -> its layout spec, for every registered kind whose folder has one
+KINDS: dict[str, dict[str, Any]] = {name: _spec(kind.folder) for name, kind in REGISTRY.items()
+                                    if (kind.folder / SPEC_NAME).is_file()}
 
 
 def _three_d(frame: str, distance: float, scene: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -164,7 +134,7 @@ def text(kind: str) -> str:
 
 
 def path(kind: str) -> Path:
-    return KINDS_DIR / kind / f'{kind}.foxglove.json'
+    return REGISTRY[kind].folder / f'{kind}.foxglove.json'
 
 
 def main(argv: list[str] | None = None) -> int:

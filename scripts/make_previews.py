@@ -1,6 +1,8 @@
 """Regenerate docs/previews/<kind>.png: each kind's sample drawn by `react-ros preview`.
 
-Run by `make previews`. Samples are small (2 s, the sizes below); the sheets are
+Run by `make previews`. Every registered kind with a sample generator gets one; its
+folder's preview.yaml (optional) gives the sample's size and extra preview arguments.
+Samples are small (2 s, those sizes); the sheets are
 reduced to a 96-colour palette afterwards (octree: the overlays' saturated colours keep
 entries of their own), so each PNG stays well under 300 kB.
 """
@@ -12,18 +14,20 @@ import sys
 import tempfile
 from pathlib import Path
 
+import yaml
 from PIL import Image
+
+from react_ros.adapters import KINDS
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / 'docs' / 'previews'
-# kind -> (sample resolution, extra preview arguments)
-KINDS = {
-    'umi': ('640x400', []),
-    'react': ('320x240', []),
-    'truetrace': ('384x216', []),
-    'robotwin': ('320x240', ['--episode', 'agilex/beat_block_hammer/episode0']),
-    'objects': (None, []),
-}
+
+
+def preview_spec(folder: Path) -> tuple[str | None, list[str]]:
+    """(sample resolution or None for the sample's own, extra preview arguments)."""
+    path = folder / 'preview.yaml'
+    spec = yaml.safe_load(path.read_text()) if path.is_file() else {}
+    return spec.get('resolution'), [str(a) for a in spec.get('arguments', [])]
 
 
 def main() -> int:
@@ -32,7 +36,8 @@ def main() -> int:
     tmp = Path(tempfile.gettempdir()) / 'react_ros_previews'
     shutil.rmtree(tmp, ignore_errors=True)
     try:
-        for kind, (size, extra) in KINDS.items():
+        for kind in (k.name for k in KINDS.values() if k.sample):
+            size, extra = preview_spec(KINDS[kind].folder)
             sample = Path(tmp) / kind
             cmd = [sys.executable, '-m', 'react_ros.cli', 'sample', kind, str(sample),
                    '--duration', '2', '--seed', '1']
