@@ -88,9 +88,15 @@ def _pulled_in(module: str) -> bool:
 
 
 def test_package_xml_names_the_kinds_that_exist() -> None:
+    """The description's list in parentheses ("(UMI, React, mocap objects, ...)") names
+    the package's own kinds, each by its name as the last word of an item, any case."""
     description = ET.parse(ROOT / 'package.xml').getroot().findtext('description') or ''
-    named = set(re.findall(r'\b(UMI|React|TrueTrace|objects|RoboTwin)\b', description))
-    assert {n.lower() for n in named} == set(KINDS)
+    listed = re.search(r'\(([^)]*)\)', description)
+    assert listed, f'package.xml description lists no kinds in parentheses: {description}'
+    named = {item.split()[-1].lower() for item in listed.group(1).split(',')}
+    own = {name for name, kind in KINDS.items()
+           if kind.folder.parent == ROOT / 'react_ros' / 'kinds'}  # not REACT_ROS_KINDS_PATH's
+    assert named == own, f'package.xml lists {sorted(named)}, the package has {sorted(own)}'
 
 
 def test_readme_layout_matches_the_folders() -> None:
