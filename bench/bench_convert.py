@@ -1,7 +1,7 @@
 """Conversion benchmark: bag size and speed per image mode and chunk compression, side by side.
 
-One run, one machine, the same UMI sample episode (the dataset's own 1920x1200) for
-every row:
+One run, one machine, for each kind whose bench.yaml has a `convert:` section (today the
+UMI sample at the dataset's own 1920x1200), the same sample episode for every row:
   modes     `convert` with --images raw / jpeg / png x --compression none / zstd
             (and raw x lz4): bytes per episode, seconds, images/s;
   limits    decoding the three videos alone (what every mode must do first), and the
@@ -13,7 +13,7 @@ every row:
             cameras and reading the videos' packets alone (demux, no decode);
   release   convert-all on a small release with 1 and 2 worker processes and on a
             local Ray: episodes/s, and the ratios between them.
-Run it with `make bench` or `scripts/ros_env.sh python bench/bench_convert.py`.
+Run it with `make bench` or `scripts/ros_env.sh python bench/bench_convert.py [--kind K]`.
 """
 from __future__ import annotations
 
@@ -31,13 +31,20 @@ from mcap.writer import CompressionType, Writer
 from react_ros.adapters import open_episode
 from react_ros.sinks.bag import write_bag
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_umi import IMAGE_TOPICS, decode_limit, log, sample, videos  # noqa: E402
+from support import add_cache_argument, bench_settings, decode_together, image_topics, log, sample
 
 MODES = [('raw', 'none'), ('raw', 'zstd'), ('raw', 'lz4'), ('jpeg', 'none'),
          ('jpeg', 'zstd'), ('png', 'none'), ('png', 'zstd')]
 _MCAP_COMPRESSION = {'none': CompressionType.NONE, 'zstd': CompressionType.ZSTD,
                      'lz4': CompressionType.LZ4}
+
+
+KIND = ''  # the kind benchmarked (set by main)
+
+
+def videos(ep: Path) -> list[Path]:
+    """The episode's source videos (what --images h264 passes through)."""
+    return sorted(ep.rglob('*.mp4'))
 
 
 def bag_bytes(bag: Path) -> int:
@@ -47,7 +54,7 @@ def bag_bytes(bag: Path) -> int:
 def convert(ep: Path, out: Path, images: str, compression: str,
             exclude: tuple[str, ...] = ()) -> tuple[float, dict[str, int]]:
     t = time.perf_counter()
-    summary = write_bag(open_episode(ep, 'umi'), out, images=images, compression=compression,
+    summary = write_bag(open_episode(ep, KIND), out, images=images, compression=compression,
                         exclude=exclude)
     return time.perf_counter() - t, summary.topic_counts
 
@@ -117,25 +124,42 @@ def release_rate(root: Path, scratch: Path, **how: object) -> float:
 
 
 def main() -> int:
+    global KIND
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--kind', help='only this kind (default: every kind with a convert: section)')
     ap.add_argument('--duration', type=float, default=2.0, help='episode length (s)')
     ap.add_argument('--episodes', type=int, default=6, help='episodes in the release rows')
-    ap.add_argument('--cache', type=Path, default=Path(os.environ.get(
-        'XDG_CACHE_HOME', Path.home() / '.cache')) / 'react_ros' / 'bench')
+    add_cache_argument(ap)
     ap.add_argument('--no-ray', action='store_true', help='leave out the Ray row')
     args = ap.parse_args()
-    ep = sample(args.cache, args.duration)
+    settings = bench_settings('convert')
+    if args.kind is not None and args.kind not in settings:
+        print(f'error: --kind {args.kind}: no react_ros/kinds/{args.kind}/bench.yaml with a '
+              f'convert: section (have: {", ".join(settings)})', file=sys.stderr)
+        return 2
+    for kind, spec in settings.items():
+        if args.kind in (None, kind):
+            KIND = kind
+            bench_kind(args, spec)
+    return 0
+
+
+def bench_kind(args: argparse.Namespace, spec: dict) -> None:
+    sample_size = f'{spec["sample"]["width"]}x{spec["sample"]["height"]}'
+    release_size = 'x'.join(str(n) for n in spec['release']['resolution'])
+    ep = sample(KIND, args.cache, duration_s=args.duration, **spec['sample'])
+    cameras = image_topics(open_episode(ep, KIND))
     images = None
     rows = []
     with tempfile.TemporaryDirectory(prefix='bench_convert_', dir=args.cache) as tmp:
         scratch = Path(tmp)
         log('decode limit')
-        decode = decode_limit(ep, 1.0)
+        decode = decode_together(videos(ep))[0]
         for mode, compression in MODES:
             log(f'convert --images {mode} --compression {compression}')
             bag = scratch / f'{mode}_{compression}'
             seconds, counts = convert(ep, bag, mode, compression)
-            images = images or sum(n for t, n in counts.items() if 'image_raw' in t)
+            images = images or sum(n for t, n in counts.items() if t in cameras)
             size = bag_bytes(bag)
             read = read_back(bag)
             write = writer_alone(bag, compression, scratch)
@@ -152,22 +176,23 @@ def main() -> int:
         # The rest of the episode (poses, TF, camera_info, robot state) as its own
         # conversion: what --images h264 adds to it is what the videos cost.
         bag = scratch / 'no_images'
-        rest_s, _ = convert(ep, bag, 'raw', 'lz4', exclude=tuple(IMAGE_TOPICS))
+        rest_s, _ = convert(ep, bag, 'raw', 'lz4', exclude=tuple(cameras))
         shutil.rmtree(bag)
         log('release rows')
-        release = args.cache / f'umi_release_{args.episodes}'
+        release = args.cache / f'{KIND}_release_{args.episodes}_{release_size}'
         if not release.exists():
             from react_ros.cli import write_sample
-            write_sample('umi', release, seed=3, duration=1.0, resolution=(640, 400),
+            write_sample(KIND, release, seed=3, duration=spec['release']['duration'],
+                         resolution=tuple(spec['release']['resolution']),
                          episodes=args.episodes)
         pool1 = release_rate(release, scratch, workers=1)
         pool2 = release_rate(release, scratch, workers=2)
         on_ray = None if args.no_ray else release_rate(release, scratch, workers=2, ray='')
 
     assert images
-    print(f'Conversion benchmark: UMI 1920x1200, {args.duration:g} s episode ({images} images), '
+    print(f'Conversion benchmark: {KIND} {sample_size}, {args.duration:g} s episode ({images} images), '
           f'{os.cpu_count()} cores')
-    print(f'decode only, 3 videos together: {decode:.0f} images/s')
+    print(f'decode only, {len(videos(ep))} videos together: {decode:.0f} images/s')
     print('| --images | --compression | bytes / episode | vs raw | convert s | images/s | '
           'of decode-only | writer alone s | read back s |')
     print('|---|---|---|---|---|---|---|---|---|')
@@ -177,18 +202,19 @@ def main() -> int:
               f'{seconds:.1f} | {rate:.0f} | {rate / decode:.0%} | {write:.1f} '
               f'({write / seconds:.0%} of convert) | {read:.2f} |')
     print(f'--images h264 (packets passed through), lz4: {h264_size / 1e6:,.1f} MB, '
-          f'{h264_size / video_size:.2f}x the three source videos ({video_size / 1e6:,.1f} MB), '
+          f'{h264_size / video_size:.2f}x the {len(videos(ep))} source videos '
+          f'({video_size / 1e6:,.1f} MB), '
           f'{h264_size / raw_size:.4f}x raw; {h264_s:.2f} s ({args.duration / h264_s:.1f}x real '
           f'time): the episode without its cameras {rest_s:.2f} s, so the videos added '
           f'{h264_s - rest_s:.2f} s against {demux_s:.2f} s reading their packets alone')
-    print(f'convert-all, {args.episodes} UMI episodes of 1 s at 640x400:')
+    print(f'convert-all, {args.episodes} {KIND} episodes of {spec["release"]["duration"]:g} s at '
+          f'{release_size}:')
     print('| runner | episodes/s | ratio |')
     print('|---|---|---|')
     print(f'| --workers 1 | {pool1:.2f} | 1.00 |')
     print(f'| --workers 2 | {pool2:.2f} | {pool2 / pool1:.2f} of 1 worker |')
     if on_ray is not None:
         print(f'| --ray (local, 2 CPUs) | {on_ray:.2f} | {on_ray / pool2:.2f} of --workers 2 |')
-    return 0
 
 
 if __name__ == '__main__':

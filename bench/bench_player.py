@@ -1,11 +1,13 @@
-"""UMI playback benchmark: the player against its decode and publish limits, side by side.
+"""Player benchmark: the player against its decode and publish limits, side by side.
 
-One run, one machine, one UMI sample episode at the dataset's own 1920x1200.
+One run, one machine, one sample episode of each kind whose bench.yaml has a `player:`
+section (its videos, the size to write them at, the camera to seek in); today the UMI
+sample at the dataset's own 1920x1200.
 Every rate counts what a subscriber in another process received (reliable
 KEEP_ALL, bench/image_subscriber.py), with the loss beside it:
   decode   the three videos decoded together on three threads, no ROS (frames/s);
   copy     the memory-copy limit: copying the bytes of one image, in this process;
-  publish  the delivered publish limit: pre-built 1920x1200 rgb8 Images through a
+  publish  the delivered publish limit: pre-built rgb8 Images of the sample's size through a
            flow-controlled writer as the player's (KEEP_ALL, ack window), all received;
   player   the real player at a rate it cannot keep up with, the subscriber on the
            three image topics: received/s, lost, real-time factor, at full
@@ -19,6 +21,7 @@ KEEP_ALL, bench/image_subscriber.py), with the loss beside it:
            it (the player's seek: from the keyframe before), against decoding the
            part skipped (what a seek cost before). `--seek-only` runs just these rows.
 Run it with `make bench` (it needs the DDS environment of scripts/ros_env.sh).
+`--kind K` picks one kind.
 """
 from __future__ import annotations
 
@@ -33,82 +36,43 @@ import time
 from pathlib import Path
 
 import numpy as np
+from support import (DISCOVERY_WAIT_S, Subscriber, add_cache_argument, bench_settings,
+                     decode_together, image_topics, log, print_table, publish_limit)
+from support import sample as write_sample
 
 from react_ros.sinks.tuning import freeze_heap, tune_for_playback
 
 ROOT = Path(__file__).resolve().parents[1]
-CAMS = ('left', 'center', 'right')
-IMAGE_TOPICS = [f'/{c}/image_raw' for c in CAMS]
-# How long the player waits for discovery in every benchmark. Its participant starts
-# in the benchmark's process with no head start; with the default 2 s, the first
-# images of a camera (68 of 360 here, 38 of 300 for TrueTrace) went out unmatched.
-DISCOVERY_WAIT_S = 4.0
-# A subscriber as a user runs it: without the player's process-wide DDS settings.
-USER_ENV = {k: v for k, v in os.environ.items()
-            if k not in ('FASTDDS_DEFAULT_PROFILES_FILE', 'RMW_FASTRTPS_PUBLICATION_MODE')}
+# The kind benchmarked and its bench.yaml's player: section (set by use())
+KIND = ''
+SPEC: dict = {}
 
 
-def log(msg: str) -> None:
-    print(f'[bench] {msg}', file=sys.stderr, flush=True)
+def use(kind: str, spec: dict) -> None:
+    global KIND, SPEC
+    KIND, SPEC = kind, spec
+
+
+def size() -> str:
+    return f'{SPEC["sample"]["width"]}x{SPEC["sample"]["height"]}'
 
 
 def sample(cache: Path, duration: float) -> Path:
-    from react_ros.kinds.umi.sample import write_umi_sample
-    ep = cache / f'umi_1920x1200_{duration:g}s'
-    if not (ep / 'data' / 'episode.mcap').exists():
-        log(f'writing a {duration:g} s 1920x1200 UMI sample to {ep}')
-        write_umi_sample(ep, seed=1, duration_s=duration, width=1920, height=1200)
-    return ep
+    return write_sample(KIND, cache, duration_s=duration, **SPEC['sample'])
 
 
 def videos(ep: Path) -> list[Path]:
-    return [ep / 'data' / f'{c}.perception_interface.camera.state.mp4' for c in CAMS]
+    return [ep / v for v in SPEC['videos']]
 
 
-def decode_together(paths: list[Path], scale: float = 1.0) -> tuple[float, list[int]]:
-    """Frames/s decoding these videos at once, one thread each, as the player does."""
-    from react_ros.formats.video import decode_rgb
-    counts = [0] * len(paths)
 
-    def work(i: int, path: Path) -> None:
-        for _ in decode_rgb(path, scale):
-            counts[i] += 1
-
-    threads = [threading.Thread(target=work, args=(i, p)) for i, p in enumerate(paths)]
-    t = time.perf_counter()
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    return sum(counts) / (time.perf_counter() - t), counts
-
-
+ROOT = Path(__file__).resolve().parents[1]
 def decode_limit(ep: Path, scale: float) -> float:
     return decode_together(videos(ep), scale)[0]
 
 
-class Subscriber:
-    """bench/image_subscriber.py in its own process: reliable KEEP_ALL, counting what it takes."""
-
-    def __init__(self, topics: list[str], msg_type: str = 'sensor_msgs/msg/Image') -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, str(ROOT / 'bench' / 'image_subscriber.py'), *topics, '--idle', '3',
-             '--keep-all', '--type', msg_type], stdout=subprocess.PIPE, text=True,
-            env=USER_ENV)
-        assert self.proc.stdout is not None
-        if self.proc.stdout.readline().strip() != 'ready':
-            raise RuntimeError('subscriber did not start')
-        time.sleep(1.0)  # discovery
-
-    def stop(self) -> dict[str, int]:
-        """Its counts once it has taken what it holds (2 s without a message)."""
-        self.proc.send_signal(signal.SIGUSR1)
-        out, _ = self.proc.communicate(timeout=30)
-        return json.loads(out.strip().splitlines()[-1])
-
-
 def copy_limit(video: Path, seconds: float = 2.0) -> float:
-    """Images/s copying the bytes of one 1920x1200 rgb8 image (the memory-copy ceiling)."""
+    """Images/s copying the bytes of one rgb8 image of the sample's size (the memory-copy ceiling)."""
     from react_ros.formats.video import decode_rgb
     frame = next(iter(decode_rgb(video)))
     src = frame.tobytes()
@@ -119,52 +83,10 @@ def copy_limit(video: Path, seconds: float = 2.0) -> float:
     return n / (time.perf_counter() - t)
 
 
-def publish_limit(video: Path, n: int) -> dict:
-    """Pre-built rgb8 Images (a frame of `video`) through the player's flow-controlled writer.
-
-    The writer is the player's (KEEP_ALL, sinks/flow.py's window, its Fast DDS
-    profile): the rate is images received per second until every one was
-    acknowledged, so it is the highest rate delivered with nothing lost.
-    """
-    import rclpy
-    from rclpy.context import Context
-    from rclpy.duration import Duration
-    from sensor_msgs.msg import Image
-
-    from react_ros.formats.video import decode_rgb
-    from react_ros.ros import qos
-    from react_ros.ros.image import rgb_image
-    from react_ros.sinks.flow import POLL_S, AckWindow
-
-    frame = next(iter(decode_rgb(video)))
-    sub = Subscriber(['/bench/image'])
-    ctx = Context()
-    rclpy.init(args=[], context=ctx)
-    node = rclpy.create_node('bench_publisher', context=ctx)
-    pub = node.create_publisher(Image, '/bench/image', qos.live_writer(False))
-    window = AckWindow(pub, qos.window(True, frame.nbytes))
-    deadline = time.monotonic() + 10
-    while pub.get_subscription_count() == 0 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(1.0)  # the subscriber's side of discovery (a bench, not a test)
-    msgs = [rgb_image(frame, i, 'cam') for i in range(4)]
-    t = time.perf_counter()
-    for i in range(n):
-        while not window.has_room():
-            time.sleep(POLL_S)
-        pub.publish(msgs[i % 4])
-        window.sent()
-    pub.wait_for_all_acked(Duration(seconds=60))
-    elapsed = time.perf_counter() - t
-    node.destroy_node()
-    rclpy.shutdown(context=ctx)
-    received = sub.stop()['/bench/image']
-    return {'rate': received / elapsed, 'received': received, 'sent': n}
-
-
 def publish_limit_in(ep: Path, n: int) -> dict:
     """publish_limit() in a child process with the player's process-wide DDS settings."""
-    out = subprocess.run([sys.executable, __file__, '--publish-only', str(n), '--episode', str(ep)],
+    out = subprocess.run([sys.executable, __file__, '--publish-only', str(n), '--episode', str(ep),
+                          '--kind', KIND],
                          check=True, stdout=subprocess.PIPE, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -176,11 +98,12 @@ def run_player(ep: Path, scale: float, rate: float, record: bool = False,
     from react_ros.sinks.compressed_video import episode_with_images
     from react_ros.sinks.live import Player, PlayOptions
 
-    episode = open_episode(ep, 'umi', EpisodeOptions(image_scale=scale))
-    topics, msg_type = IMAGE_TOPICS, 'sensor_msgs/msg/Image'
+    episode = open_episode(ep, KIND, EpisodeOptions(image_scale=scale))
+    cameras = image_topics(episode)
+    topics, msg_type = cameras, 'sensor_msgs/msg/Image'
     if images == 'h264':
         episode = episode_with_images(episode, 'h264')
-        topics = [f'{t}/compressed_video' for t in IMAGE_TOPICS]
+        topics = [f'{t}/compressed_video' for t in cameras]
         msg_type = 'foxglove_msgs/msg/CompressedVideo'
     sub = Subscriber(topics, msg_type) if subscriber else None
     player = Player(episode, PlayOptions(rate=rate, quiet=True, keyboard=False,
@@ -214,9 +137,9 @@ SEEK_SECONDS = 60.0
 
 
 def seek_rows(cache: Path) -> tuple[list[tuple[str, str, str]], list[tuple[str, bool]]]:
-    """Seek to 10 % and 90 % of a 60 s 1920x1200 episode vs decoding the skipped part.
+    """Seek to 10 % and 90 % of a 60 s episode vs decoding the skipped part.
 
-    On the center camera's Image stream as the adapter builds it (`open_from`,
+    On the `seek:` camera's Image stream as the adapter builds it (`open_from`,
     what the player's read-ahead opens after a seek): seconds to the first image.
     The skipped part is decoded the way a seek worked before (every frame from
     the start, converted), one thread, as the player's reader does.
@@ -225,12 +148,13 @@ def seek_rows(cache: Path) -> tuple[list[tuple[str, str, str]], list[tuple[str, 
     from react_ros.formats.video import decode_rgb, frame_table
 
     ep = sample(cache, SEEK_SECONDS)
-    episode = open_episode(ep, 'umi')
-    (cam,) = [st for st in episode.streams if st.topic == '/center/image_raw']
-    (info,) = [st for st in episode.streams if st.topic == '/center/camera_info']
+    episode = open_episode(ep, KIND)
+    seek = SPEC['seek']
+    (cam,) = [st for st in episode.streams if st.topic == seek['image']]
+    (info,) = [st for st in episode.streams if st.topic == seek['info']]
     stamps = [t for t, _ in info.open()]  # the images' stamps, read without decoding
     t = time.perf_counter()
-    keys = frame_table(videos(ep)[1]).keyframes
+    keys = frame_table(ep / seek['video']).keyframes
     table_s = time.perf_counter() - t
     warm = cam.open_from(stamps[1])  # the stream reads its frame table at its first seek
     next(warm)
@@ -246,7 +170,7 @@ def seek_rows(cache: Path) -> tuple[list[tuple[str, str, str]], list[tuple[str, 
         assert first_t == stamps[n]
         key = max(k for k in keys if k <= n)
         t = time.perf_counter()
-        for i, _ in enumerate(decode_rgb(videos(ep)[1])):
+        for i, _ in enumerate(decode_rgb(ep / seek['video'])):
             if i >= n:
                 break
         skip_s = time.perf_counter() - t
@@ -255,14 +179,14 @@ def seek_rows(cache: Path) -> tuple[list[tuple[str, str, str]], list[tuple[str, 
     # one GOP's worth: the longest stretch between keyframes, decoded from the start
     gop = max(b - a for a, b in zip(keys, [*keys[1:], len(stamps)]))
     t = time.perf_counter()
-    for i, _ in enumerate(decode_rgb(videos(ep)[1])):
+    for i, _ in enumerate(decode_rgb(ep / seek['video'])):
         if i + 1 >= gop:
             break
     gop_s = time.perf_counter() - t
     rows = [
         ('frame table of a 60 s video (PTS, keyframes; read once, at the first seek)',
          f'{table_s:.2f} s', f'{len(stamps)} frames, {len(keys)} keyframes'),
-        (f'seek to 10 % of a {SEEK_SECONDS:g} s 1920x1200 episode, first image', f'{s10:.2f} s',
+        (f'seek to 10 % of a {SEEK_SECONDS:g} s {size()} episode, first image', f'{s10:.2f} s',
          f'frame {n10}, decoded from keyframe {key10}'),
         ('seek to 90 %, first image', f'{s90:.2f} s',
          f'frame {n90}, decoded from keyframe {key90}; {s90 / s10:.2f}x the 10 % seek'),
@@ -293,25 +217,38 @@ def peak_rss_mb(ep: Path) -> float:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--kind', help='only this kind (default: every kind with a player: section)')
     ap.add_argument('--duration', type=float, default=6.0, help='episode length (s)')
-    ap.add_argument('--cache', type=Path, default=Path(os.environ.get(
-        'XDG_CACHE_HOME', Path.home() / '.cache')) / 'react_ros' / 'bench')
+    add_cache_argument(ap)
     ap.add_argument('--seek-only', action='store_true', help='only the seek rows')
     ap.add_argument('--publish-only', type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument('--episode', type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    settings = bench_settings('player')
+    if args.kind is not None and args.kind not in settings:
+        print(f'error: --kind {args.kind}: no react_ros/kinds/{args.kind}/bench.yaml with a '
+              f'player: section (have: {", ".join(settings)})', file=sys.stderr)
+        return 2
     # The player's process-wide settings (DDS publication mode and profile, allocator),
     # for the limits too.
     tune_for_playback()
+    for kind, spec in settings.items():
+        if args.kind in (None, kind):
+            use(kind, spec)
+            bench_kind(args)
+    return 0
+
+
+def bench_kind(args: argparse.Namespace) -> None:
     if args.publish_only:
         print(json.dumps(publish_limit(videos(args.episode)[0], args.publish_only)))
-        return 0
+        return
     if args.seek_only:
         log('seek')
         rows, checks = seek_rows(args.cache)
-        _print_table(f'UMI seek benchmark: {SEEK_SECONDS:g} s episode, {os.cpu_count()} cores',
-                     rows, checks)
-        return 0
+        print_table(f'{KIND} seek benchmark: {SEEK_SECONDS:g} s episode, {os.cpu_count()} cores',
+                    rows, checks)
+        return
     ep = sample(args.cache, args.duration)
     ep_long = sample(args.cache, 2 * args.duration)
 
@@ -340,31 +277,35 @@ def main() -> int:
     seek_table, seek_checks = seek_rows(args.cache)
 
     limit = min(dec_full, pub['rate'])
-    need = 180.0  # 3 cameras x ~60 fps
+    from react_ros.adapters import open_episode
+    episode = open_episode(ep, KIND)
+    need = sum(s.count or 0 for s in episode.streams
+               if s.msg_type == 'sensor_msgs/msg/Image') / (episode.duration_ns / 1e9)
+    frame_mb = SPEC['sample']['width'] * SPEC['sample']['height'] * 3 / 1e6
 
     def lost(r: dict) -> str:
         return f'{r["lost"]} of {r["images"]} lost'
     rows = [
-        ('decode only, 3 videos together, 1920x1200', f'{dec_full:.0f} frames/s', ''),
-        ('decode only, 3 videos together, scaled 0.5', f'{dec_half:.0f} frames/s', ''),
-        ('memory copy of one 1920x1200 rgb8 image (6.9 MB), one thread', f'{copy:.0f} copies/s',
+        (f'decode only, {len(SPEC["videos"])} videos together, {size()}', f'{dec_full:.0f} frames/s', ''),
+        (f'decode only, {len(SPEC["videos"])} videos together, scaled 0.5', f'{dec_half:.0f} frames/s', ''),
+        (f'memory copy of one {size()} rgb8 image ({frame_mb:.1f} MB), one thread', f'{copy:.0f} copies/s',
          f'{copy / need:.1f}x what real time needs'),
-        ('delivered publish limit, 1920x1200 rgb8, flow-controlled, 1 subscriber',
+        (f'delivered publish limit, {size()} rgb8, flow-controlled, 1 subscriber',
          f'{pub["rate"]:.0f} Images/s', f'{pub["received"]} of {pub["sent"]} received'),
-        ('player, 1920x1200, as fast as it goes', f'{p_full["received_per_s"]:.0f} Images/s',
+        (f'player, {size()}, as fast as it goes', f'{p_full["received_per_s"]:.0f} Images/s',
          f'{lost(p_full)}; {p_full["received_per_s"] / limit:.0%} of min(decode, publish); '
          f'RTF {p_full["rtf"]:.2f}'),
         ('player, --image-scale 0.5, as fast as it goes',
          f'{p_half["received_per_s"]:.0f} Images/s',
          f'{lost(p_half)}; {p_half["received_per_s"] / dec_half:.0%} of decode; '
          f'RTF {p_half["rtf"]:.2f}'),
-        ('player at 1.0x, 1920x1200', f'RTF {rt_full["rtf"]:.2f}',
+        (f'player at 1.0x, {size()}', f'RTF {rt_full["rtf"]:.2f}',
          f'{lost(rt_full)}; lateness p50 {rt_full["late_p50_ms"]:.1f} ms, '
          f'p99 {rt_full["late_p99_ms"]:.1f} ms'),
         ('player at 1.0x, --image-scale 0.5', f'RTF {rt_half["rtf"]:.2f}',
          f'{lost(rt_half)}; lateness p50 {rt_half["late_p50_ms"]:.1f} ms, '
          f'p99 {rt_half["late_p99_ms"]:.1f} ms'),
-        ('player at 1.0x, 1920x1200, --drop-late 0.05', f'RTF {rt_drop["rtf"]:.2f}',
+        (f'player at 1.0x, {size()}, --drop-late 0.05', f'RTF {rt_drop["rtf"]:.2f}',
          f'{rt_drop["received_per_s"]:.0f} Images/s received; {rt_drop["dropped"]} of '
          f'{rt_drop["images"] + rt_drop["dropped"]} dropped late (reported), {lost(rt_drop)}'),
         ('player --images h264 at 1.0x', f'{h264["received_per_s"]:.0f} msgs/s',
@@ -385,20 +326,8 @@ def main() -> int:
         ('peak memory does not grow with episode length', rss_long <= 1.15 * rss),
         *seek_checks,
     ]
-    _print_table(f'UMI benchmark: {args.duration:g} s episode, real time needs {need:.0f} '
+    print_table(f'{KIND} player benchmark: {args.duration:g} s episode, real time needs {need:.0f} '
                  f'Images/s, {os.cpu_count()} cores', rows, checks)
-    return 0
-
-
-def _print_table(title: str, rows: list[tuple[str, str, str]],
-                 checks: list[tuple[str, bool]]) -> None:
-    print(title)
-    print('| measurement | figure | ratio / note |')
-    print('|---|---|---|')
-    for r in rows:
-        print(f'| {r[0]} | {r[1]} | {r[2]} |')
-    for name, ok in checks:
-        print(f'{"PASS" if ok else "FAIL"}: {name}')
 
 
 if __name__ == '__main__':
