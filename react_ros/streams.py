@@ -9,7 +9,12 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, NamedTuple, Sequence
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    import numpy as np
 
 
 class Role(Enum):
@@ -20,6 +25,19 @@ class Role(Enum):
     # written into bags so they are self-contained, but left to the real (or our
     # drop-in) robot_state_publisher during live playback.
     ROBOT_STATE = 'robot_state'
+
+
+@dataclass(frozen=True)
+class VideoSource:
+    """The video an Image stream decodes, for sinks that carry the video itself
+    (sinks/compressed_video.py) or only need its stamps (the preview): message n
+    of the stream is video frame `frames[n]`, stamped `stamps[n]`."""
+
+    path: Path
+    frames: np.ndarray  # int64 frame indices, in the stream's (stamp) order
+    stamps: np.ndarray  # int64 ns, non-decreasing
+    frame_id: str
+    scale: float = 1.0  # --image-scale applied to the decoded pixels
 
 
 @dataclass(frozen=True)
@@ -46,7 +64,10 @@ class Stream:
     count: int | None = None  # known without reading, for `info` and progress
     heavy: bool = False  # decodes video: sinks read it ahead on a worker thread
     approx_bytes: int = 0  # size of one message, for read-ahead budgets
-    meta: dict[str, Any] = field(default_factory=dict, compare=False)
+    # Image pixels are labels or ids (segmentation colours, instance ids): never
+    # encoded lossily, never taken for depth (sinks/image_encoding.py).
+    labels: bool = False
+    video: VideoSource | None = field(default=None, compare=False)  # backed by a video file
     open_from: Callable[[int], Iterator[tuple[int, Any]]] | None = field(default=None,
                                                                          compare=False)
 

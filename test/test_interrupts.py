@@ -5,7 +5,7 @@ while the bag is being written (the hidden partial holds MCAP bytes and the
 process still runs): SIGINT, SIGTERM, and two signals a few milliseconds apart
 (a terminal's Ctrl-C plus the one `ros2 launch` or a shell forwards), where the
 first one's status wins. Each run must end within STOP_BOUND_S with no
-traceback and the output's parent folder as it was. RoboTwin, whose prefetch
+traceback and the output's parent folder as it was. RoboTwin, whose read-ahead
 threads once hung the interpreter's exit on h5py's lock (7 of 12 SIGINTs), is
 tried ROBOTWIN_TRIES times; --images jpeg (the encoder's thread pool) and h264
 (PyAV's encoder on the writing thread) once each. The flag behind it
@@ -26,10 +26,12 @@ import pytest
 from std_msgs.msg import String
 
 from react_ros.adapters import KINDS
-from react_ros.kinds.robotwin.adapter import prefetched
+from react_ros.adapters.base import Episode
 from react_ros.kinds.robotwin.sample import EMBODIMENT, TASK
 from react_ros.sinks import output
+from react_ros.sinks.bag import write_bag
 from react_ros.sinks.output import Interrupted, staged
+from react_ros.streams import Stream
 
 CLI = [sys.executable, '-m', 'react_ros.cli']
 STOP_BOUND_S = 20.0  # from the signal to the exit; measured 0.1-0.4 s (README)
@@ -218,37 +220,46 @@ def test_wait_for_stop_wakes_on_a_signal(flag: None) -> None:
     assert 0.15 < waited < 0.2 + 4 * output.STOP_POLL_S + 0.5, waited
 
 
-def test_prefetch_stops_and_joins_its_worker_on_the_flag(flag: None) -> None:
+def _heavy_episode(tmp_path: Path, gen: Any) -> Episode:
+    """An episode of one heavy stream: the bag writer reads it ahead on a worker thread."""
+    stream = Stream('/slow', 'std_msgs/msg/String', gen, heavy=True, approx_bytes=100)
+    return Episode('test', tmp_path / 'episode', 0, 10**9, [stream])
+
+
+def _read_ahead_workers() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith('readahead ')]
+
+
+def test_the_bags_read_ahead_stops_and_joins_its_worker_on_the_flag(flag: None,
+                                                                   tmp_path: Path) -> None:
     def slow() -> Iterator[tuple[int, String]]:
-        for k in range(1000):
+        for k in range(100_000):
             time.sleep(0.01)  # a frame's read and decode
             yield k, String(data=str(k))
-    it = prefetched(slow)
-    try:
-        assert next(it)[0] == 0
-        threading.Timer(0.1, output.request_stop, (signal.SIGINT,)).start()
-        start = time.monotonic()
-        with pytest.raises(Interrupted):
-            for _ in it:  # as the bag writer's loop does
-                output.check_stop()
-        assert time.monotonic() - start < 2.0
-    finally:
-        it.close()  # as the bag writer does: the worker is joined here
-    assert not [t for t in threading.enumerate() if t.name == 'robotwin-prefetch']
+    timer = threading.Timer(0.2, output.request_stop, (signal.SIGINT,))
+    start = time.monotonic()
+    timer.start()
+    with pytest.raises(Interrupted):
+        write_bag(_heavy_episode(tmp_path, slow), tmp_path / 'bag')
+    assert time.monotonic() - start < 2.0
+    timer.join()
+    assert not _read_ahead_workers()  # joined by the writer before it raised
+    assert not (tmp_path / 'bag').exists()
 
 
-def test_prefetch_reader_never_blocks_on_a_worker_that_stopped(flag: None) -> None:
-    # The worker sees the flag first and ends without a last message: the reader,
+def test_the_bag_writer_never_blocks_on_a_worker_that_stopped(flag: None,
+                                                               tmp_path: Path) -> None:
+    # The worker sees the flag first and ends without a last message: the writer,
     # waiting on an empty queue, must notice the flag rather than wait for ever.
     def stuck() -> Iterator[tuple[int, String]]:
         yield 0, String(data='first')
         output.request_stop(signal.SIGTERM)
-        yield 1, String(data='never sent')
-    it = prefetched(stuck)
+        while True:
+            yield 1, String(data='never sent')
     start = time.monotonic()
-    with pytest.raises(Interrupted):
-        list(it)
+    with pytest.raises(Interrupted) as stopped:
+        write_bag(_heavy_episode(tmp_path, stuck), tmp_path / 'bag')
+    assert stopped.value.signum == signal.SIGTERM
     assert time.monotonic() - start < 2.0
-    it.close()
-    assert not [t for t in threading.enumerate() if t.name == 'robotwin-prefetch']
+    assert not _read_ahead_workers()
 

@@ -105,3 +105,29 @@ def test_readahead_abort_while_waiting() -> None:
         next(it)
     release.set()
     r.close()
+
+
+def test_readahead_serialises_on_its_worker_and_stops_when_the_consumer_leaves() -> None:
+    from std_msgs.msg import String
+
+    from react_ros.ros.serialization import cdr_payload
+    from react_ros.sinks.readahead import serialised
+    on: set[str] = set()
+
+    def endless():
+        i = -3  # from_ns None (the bag writer) drops nothing, negative stamps neither
+        while True:
+            yield i, String(data=f'x{i}')
+            i += 1
+
+    def prepare(msg: String) -> bytes:
+        on.add(threading.current_thread().name)
+        return serialised(msg)
+    r = ReadAhead(Stream('/s', 'std_msgs/msg/String', endless, heavy=True, approx_bytes=50),
+                  None, 500, lambda: False, prepare)
+    it = iter(r)
+    first = [next(it) for _ in range(3)]
+    assert first == [(t, bytes(cdr_payload(String(data=f'x{t}')))) for t in (-3, -2, -1)]
+    assert on == {'readahead /s'}
+    r.close()  # the consumer stops early (a --playback-duration, a stop): the worker is joined
+    assert not [t for t in threading.enumerate() if t.name == 'readahead /s']

@@ -82,11 +82,12 @@ def test_image_and_camera_info_carry_the_same_stamps_in_stamp_order(clip: video.
     assert info.msg_type == 'sensor_msgs/msg/CameraInfo'
     assert image.heavy and not info.heavy and image.count == info.count == N
     assert image.approx_bytes == SIZE[0] * SIZE[1] * 3 + 200
-    assert image.meta['video'] == str(clip.path)
+    assert image.video is not None and info.video is None
+    assert image.video.path == clip.path
     # what the image stream publishes, in its order: frame n at stamp n (for --images h264)
-    assert image.meta['video_frames'].tolist() == [0, 1, 3, 2, 4, 5, 6, 7, 8, 9]
-    assert image.meta['video_stamps'].tolist() == sorted(stamps.tolist())
-    assert (image.meta['frame_id'], image.meta['image_scale']) == ('cam0_optical_frame', 1.0)
+    assert image.video.frames.tolist() == [0, 1, 3, 2, 4, 5, 6, 7, 8, 9]
+    assert image.video.stamps.tolist() == sorted(stamps.tolist())
+    assert (image.video.frame_id, image.video.scale) == ('cam0_optical_frame', 1.0)
     imgs, infos = list(image.open()), list(info.open())
     assert [t for t, _ in imgs] == [t for t, _ in infos] == sorted(stamps.tolist())
     for (t, img), (_, cal) in zip(imgs, infos):

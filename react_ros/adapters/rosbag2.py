@@ -70,8 +70,7 @@ def _stream(bag: Rosbag2, topic: Topic) -> Stream:
         first = next(bag.messages([name]), None)
         approx = len(first.data) if first is not None else approx
     return Stream(name, topic.type, gen, latched=topic.latched, count=topic.count, heavy=heavy,
-                  approx_bytes=approx, open_from=gen_from,
-                  meta={'qos': topic.qos_summary(), 'bag': str(bag.path)})
+                  approx_bytes=approx, open_from=gen_from)
 
 
 __all__ = ['KIND', 'open_bag']

@@ -17,7 +17,7 @@ from react_ros.errors import ReactRosError
 from react_ros.formats import video
 from react_ros.ros.camera_info import camera_info
 from react_ros.ros.image import rgb_image
-from react_ros.streams import Stream
+from react_ros.streams import Stream, VideoSource
 
 # The largest frame side decoders and RViz handle (libswscale and most GPUs: 16384).
 MAX_SIDE = 16384
@@ -109,14 +109,10 @@ def video_camera_streams(source: video.VideoInfo | Path | str, stamps: np.ndarra
         for t, frame in in_stamp_order(decoded, sel_t):
             yield t, rgb_image(frame, t, frame_id)
     order = np.argsort(t_rows, kind='stable')  # the order in_stamp_order releases frames in
-    # What the image stream publishes, for sinks that carry the video itself
-    # (sinks/compressed_video.py): message n is video frame video_frames[n] at
-    # video_stamps[n], in this order.
-    meta = {'video': str(info.path), 'video_frames': frames[order], 'video_stamps': t_rows[order],
-            'frame_id': frame_id, 'image_scale': image_scale}
+    source = VideoSource(info.path, frames[order], t_rows[order], frame_id, image_scale)
     streams = [Stream(f'{prefix}/image_raw', 'sensor_msgs/msg/Image', images, count=len(rows),
                       heavy=True, approx_bytes=size[0] * size[1] * 3 + 200,
-                      meta=meta, open_from=images_from)]
+                      video=source, open_from=images_from)]
     if calibration is None:
         return streams
     calib: Callable[[int], Mapping[str, Any]] = \

@@ -151,7 +151,7 @@ def load_scene(episode: Episode, progress: Callable[[str], None] | None = None) 
         types[stream.topic] = kind
         times: list[int] = []
         if kind in IMAGE_TYPES or kind == CLOUD:
-            stamps = stream.meta.get('video_stamps')
+            stamps = stream.video.stamps if stream.video is not None else None
             first = _first(stream)
             if first is None:
                 continue

@@ -34,17 +34,23 @@ from react_ros.errors import DatasetFormatError, SinkError
 from react_ros.ros import qos
 from react_ros.ros.msgs import _share_dirs, definition_text, message_class
 from react_ros.ros.serialization import cdr_payload
-from react_ros.sinks.compressed_video import MODE as VIDEO_MODE
-from react_ros.sinks.compressed_video import compressed_video_streams
-from react_ros.sinks.image_encoding import ImageEncoder
-from react_ros.sinks.output import check_stop, output_path, staged
-from react_ros.streams import Stream, merge
+from react_ros.sinks.output import check_stop, output_path, staged, stop_requested
+from react_ros.sinks.readahead import Cancelled, ReadAhead, message_bytes, serialised
+from react_ros.sinks.selection import BagSelection, fold_topics
+from react_ros.sinks.selection import select_streams as select_streams
+from react_ros.streams import Event, Stream, merge
 
 if TYPE_CHECKING:
     from react_ros.adapters.base import Episode
 
 METADATA_VERSION = 8
 PROGRESS_EVERY = 100
+# Messages of a heavy stream built ahead of the writer (readahead.py): enough to keep
+# its worker busy while the merge takes the other streams in turn.
+READ_AHEAD = 8
+# How long the writer waits for a stopped worker: one message's read, decode and
+# serialisation (milliseconds at the sizes seen), with room for a loaded machine.
+JOIN_S = 10.0
 # One big image per chunk is fine: chunks only bound what a reader decompresses at once.
 CHUNK_SIZE = 4 * 1024 * 1024
 # What rmw reports for "no deadline / lifespan / lease" and rosbag2 therefore records.
@@ -94,16 +100,12 @@ def write_bag(episode: Episode, out_dir: str | os.PathLike[str], *, overwrite: b
     if compression not in _COMPRESSION:
         raise SinkError(f'{out}: unknown compression {compression!r} '
                         f'(one of {", ".join(_COMPRESSION)})')
-    # --topics/--exclude name the episode's own topics, the Image topics included.
-    streams = select_streams(episode.streams, topics, exclude)
-    if images == VIDEO_MODE:  # planned (and refused) here, before anything is written
-        streams = compressed_video_streams(streams, reencode=reencode)
-    # refuses a bad mode before writing
-    encoder = ImageEncoder('raw' if images == VIDEO_MODE else images, jpeg_quality)
+    # planned, and refused where it must be, before anything is written
+    selection = BagSelection(episode.streams, topics, exclude, images,
+                             jpeg_quality=jpeg_quality, reencode=reencode)
     with staged(out, overwrite=overwrite, ours=is_react_ros_bag, noun='react_ros bag') as tmp, \
-            encoder:
-        return _write(episode, encoder.streams(streams), tmp, out, progress,
-                      _COMPRESSION[compression])
+            selection as streams:
+        return _write(episode, streams, tmp, out, progress, _COMPRESSION[compression])
 
 
 def is_react_ros_bag(path: Path) -> bool:
@@ -133,20 +135,6 @@ def _mcap_library(path: Path) -> str:
     return head[pos + 4:pos + 4 + size].decode(errors='replace')
 
 
-def select_streams(streams: Sequence[Stream], topics: Sequence[str] | None,
-                   exclude: Sequence[str] | None) -> list[Stream]:
-    """The streams on `topics` (all when None) minus those on `exclude`; unknown names fail."""
-    exclude = exclude or ()
-    known = {s.topic for s in streams}
-    for flag, named in (('--topics', topics or ()), ('--exclude', exclude)):
-        unknown = [t for t in named if t not in known]
-        if unknown:
-            raise SinkError(f'{flag}: no such topic in the episode: {", ".join(unknown)} '
-                            f'(it has {", ".join(sorted(known))})')
-    return [s for s in streams
-            if (topics is None or s.topic in topics) and s.topic not in exclude]
-
-
 @dataclass
 class _Topic:
     name: str
@@ -158,17 +146,11 @@ class _Topic:
 
 def _topics(streams: Sequence[Stream]) -> dict[str, _Topic]:
     """One channel per topic, even when several streams feed it (/tf from data and state)."""
-    out: dict[str, _Topic] = {}
-    for s in streams:
-        t = out.get(s.topic)
-        if t is None:
-            out[s.topic] = _Topic(s.topic, s.msg_type, s.latched)
-        elif t.msg_type != s.msg_type:
-            raise SinkError(f'{s.topic}: two streams with different types '
-                            f'({t.msg_type}, {s.msg_type}) cannot share one bag topic')
-        else:
-            t.latched = t.latched or s.latched
-    return out
+    def conflict(topic: str, first: str, other: str) -> Exception:
+        return SinkError(f'{topic}: two streams with different types ({first}, {other}) '
+                         'cannot share one bag topic')
+    return {name: _Topic(name, t.msg_type, t.latched)
+            for name, t in fold_topics(streams, conflict).items()}
 
 
 def _write(episode: Episode, streams: list[Stream], tmp: Path, out: Path,
@@ -179,19 +161,18 @@ def _write(episode: Episode, streams: list[Stream], tmp: Path, out: Path,
     topics = _topics(streams)
     # A stream that does not know its count (robot state's /tf) makes this a lower bound.
     total = sum(s.count or 0 for s in streams)
-    classes = [message_class(s.msg_type) for s in streams]
     start = end = done = 0
     opened: list[Iterator[tuple[int, Any]]] = []
-    with open(tmp / file_name, 'wb') as f, _closing(opened):
+    readers: list[ReadAhead] = []
+    with open(tmp / file_name, 'wb') as f, _closing(opened, readers):
         writer = _start_mcap(f, topics.values(), compression)
-        opened += [s.open() for s in streams]
-        for ev in merge(opened):
+        opened += _open(streams, readers)
+        for ev in _merged(opened):
             check_stop()  # a stop signal ends the write here, between two messages
             stream = streams[ev.stream_idx]
-            serialised = isinstance(ev.msg, bytes)
-            if not serialised and type(ev.msg) is not classes[ev.stream_idx]:
-                raise TypeError(f'{stream.topic}: stream of {stream.msg_type} yielded a '
-                                f'{type(ev.msg).__module__}.{type(ev.msg).__name__}')
+            is_cdr = isinstance(ev.msg, bytes)
+            if not is_cdr:
+                _check_type(stream, ev.msg)
             if ev.t_ns < 0:
                 raise DatasetFormatError(episode.path, f'{stream.topic}: stamp {ev.t_ns} ns '
                                          'is negative')
@@ -204,7 +185,7 @@ def _write(episode: Episode, streams: list[Stream], tmp: Path, out: Path,
             # The bag's timeline is the data's: log time = publish time = the stamp.
             # (The writer takes any buffer; its annotation says bytes.)
             writer.add_message(t.channel_id, log_time=ev.t_ns, publish_time=ev.t_ns,
-                               data=ev.msg if serialised else cast(bytes, cdr_payload(ev.msg)),
+                               data=ev.msg if is_cdr else cast(bytes, cdr_payload(ev.msg)),
                                sequence=t.count)
             t.count += 1
             done += 1
@@ -219,18 +200,56 @@ def _write(episode: Episode, streams: list[Stream], tmp: Path, out: Path,
     return BagSummary(out, done, {t.name: t.count for t in topics.values()}, start, end - start)
 
 
-@contextmanager
-def _closing(iterators: list[Iterator[tuple[int, Any]]]) -> Iterator[None]:
-    """Close every stream iterator when the block ends, however it ends.
+def _open(streams: Sequence[Stream], readers: list[ReadAhead]
+          ) -> list[Iterator[tuple[int, Any]]]:
+    """Every stream opened; a heavy one read, built, checked and serialised ahead on a
+    worker thread of its own (readahead.py), READ_AHEAD messages deep."""
+    opened: list[Iterator[tuple[int, Any]]] = []
+    for s in streams:
+        if not s.heavy:
+            opened.append(s.open())
+            continue
 
-    A stream's close stops and joins the worker threads it runs (RoboTwin's
-    prefetch, the image encoder's window) now, on this thread, rather than
-    whenever the garbage collector gets to it, or never before the interpreter
-    exits (a thread still inside h5py then deadlocks its shutdown).
+        def prepare(msg: Any, stream: Stream = s) -> Any:
+            if not isinstance(msg, bytes):
+                _check_type(stream, msg)
+            return serialised(msg)
+        r = ReadAhead(s, None, READ_AHEAD * message_bytes(s), stop_requested, prepare)
+        readers.append(r)
+        opened.append(iter(r))
+    return opened
+
+
+def _merged(opened: Sequence[Iterator[tuple[int, Any]]]) -> Iterator[Event]:
+    """The merge; a read-ahead cancelled by a stop signal ends it as the signal does."""
+    try:
+        yield from merge(opened)
+    except Cancelled:
+        check_stop()
+        raise
+
+
+def _check_type(stream: Stream, msg: Any) -> None:
+    if type(msg) is not message_class(stream.msg_type):
+        raise TypeError(f'{stream.topic}: stream of {stream.msg_type} yielded a '
+                        f'{type(msg).__module__}.{type(msg).__name__}')
+
+
+@contextmanager
+def _closing(iterators: list[Iterator[tuple[int, Any]]],
+             readers: list[ReadAhead]) -> Iterator[None]:
+    """Stop and join the read-ahead workers and close every stream when the block ends,
+    however it ends.
+
+    Now, on this thread, rather than whenever the garbage collector gets to it, or
+    never before the interpreter exits (a thread still inside h5py then deadlocks its
+    shutdown). A worker notices the stop flag between two messages.
     """
     try:
         yield
     finally:
+        for r in readers:
+            r.close(JOIN_S)
         for it in iterators:
             close = getattr(it, 'close', None)
             if close is not None:

@@ -55,7 +55,7 @@ from react_ros.formats import video
 from react_ros.formats.video_packets import FOXGLOVE_FORMATS, encode_h264, has_b_frames, \
     read_packets
 from react_ros.ros.msgs import stamp
-from react_ros.streams import Stream
+from react_ros.streams import Stream, VideoSource
 
 if TYPE_CHECKING:
     from react_ros.adapters.base import Episode
@@ -94,8 +94,9 @@ class VideoPlan:
 
 def plan_for(stream: Stream) -> VideoPlan:
     """Pass-through or re-encode, by the conditions of the module docstring."""
-    path = Path(stream.meta['video'])
-    frames = np.asarray(stream.meta['video_frames'], dtype=np.int64)
+    source = _video(stream)
+    path = Path(source.path)
+    frames = np.asarray(source.frames, dtype=np.int64)
     info = video.probe(path)
     if info.codec not in FOXGLOVE_FORMATS:
         return VideoPlan(stream.topic, path, 'h264', f'its codec {info.codec} is none that '
@@ -106,7 +107,7 @@ def plan_for(stream: Stream) -> VideoPlan:
         return VideoPlan(stream.topic, path, 'h264', reason)
     if has_b_frames(path):
         return reencode('has B-frames, which foxglove_msgs/CompressedVideo cannot carry')
-    scale = float(stream.meta.get('image_scale', 1.0))
+    scale = float(source.scale)
     if scale != 1.0:
         return reencode(f'--image-scale {scale:g} changes its pixels')
     if len(frames) == 0:
@@ -145,7 +146,7 @@ class CompressedVideoStreams:
         for i, s in enumerate(self.source):
             if s.msg_type != IMAGE:
                 continue
-            if 'video_frames' not in s.meta:
+            if s.video is None:
                 if s.topic not in kept:
                     kept.append(s.topic)
                 continue
@@ -167,9 +168,10 @@ class CompressedVideoStreams:
                 for i, s in enumerate(self.source)]
 
     def _stream(self, stream: Stream, plan: VideoPlan) -> Stream:
-        frames = np.asarray(stream.meta['video_frames'], dtype=np.int64)
-        stamps = np.asarray(stream.meta['video_stamps'], dtype=np.int64)
-        frame_id = str(stream.meta['frame_id'])
+        source = _video(stream)
+        frames = np.asarray(source.frames, dtype=np.int64)
+        stamps = np.asarray(source.stamps, dtype=np.int64)
+        frame_id = str(source.frame_id)
         if plan.passthrough:
             def open_() -> Iterator[tuple[int, Any]]:
                 return _passed_through(plan, frames, stamps, frame_id)
@@ -192,8 +194,13 @@ class CompressedVideoStreams:
                 return _reencoded(source, fps, cost)
             approx = max(stream.approx_bytes - 200, 0) // _REENCODE_RATIO + 200
         return replace(stream, topic=f'{stream.topic}/{TRANSPORT}', msg_type=COMPRESSED_VIDEO,
-                       open=open_, open_from=open_from, heavy=True, approx_bytes=approx,
-                       meta={**stream.meta, 'image_topic': stream.topic, 'plan': plan})
+                       open=open_, open_from=open_from, heavy=True, approx_bytes=approx)
+
+
+def _video(stream: Stream) -> VideoSource:
+    if stream.video is None:
+        raise ValueError(f'{stream.topic}: not backed by a video')
+    return stream.video
 
 
 def compressed_video_streams(streams: Sequence[Stream], *, reencode: bool = True,

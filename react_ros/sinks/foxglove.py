@@ -32,11 +32,10 @@ protocol has no authentication, and an episode is nobody else's business.
 """
 from __future__ import annotations
 
-import itertools
 import sys
 import threading
 import time
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable
 
 from react_ros.adapters.base import Episode  # noqa: TC001 (runtime use in annotations only)
 from react_ros.errors import ReactRosError
@@ -45,9 +44,10 @@ from react_ros.ros.serialization import cdr_payload
 from react_ros.ros.stop_signals import StopSignals
 from react_ros.sinks import timeline as tl
 from react_ros.sinks.keyboard import DOWN, RIGHT, SPACE, UP, Keyboard
-from react_ros.sinks.live import MAX_LAG_S, TF_MESSAGE, PlayOptions, pass_iterators
-from react_ros.sinks.readahead import Cancelled, ReadAhead
-from react_ros.streams import Stream, merge
+from react_ros.sinks.live import MAX_LAG_S, TF_MESSAGE, PlayOptions, pass_events
+from react_ros.sinks.readahead import Cancelled
+from react_ros.sinks.selection import fold_topics, player_conflict, select_for_play
+from react_ros.streams import Stream
 
 DEFAULT_PORT = 8765
 DEFAULT_HOST = '127.0.0.1'
@@ -125,15 +125,10 @@ class FoxgloveServer:
     # --- setup -------------------------------------------------------------
 
     def _make_channels(self, fox: Any) -> dict[str, Any]:
-        types: dict[str, str] = {}
-        latched: dict[str, bool] = {}
-        for s in self.streams:
-            if types.setdefault(s.topic, s.msg_type) != s.msg_type:
-                raise ReactRosError(f'{self.episode.path}: topic {s.topic} carries both '
-                                    f'{types[s.topic]} and {s.msg_type}')
-            latched[s.topic] = latched.get(s.topic, False) or s.latched
+        topics = fold_topics(self.streams, player_conflict(self.episode.path))
         channels = {}
-        for topic, msg_type in types.items():
+        for topic, t in topics.items():
+            msg_type = t.msg_type
             try:
                 schema = definition_text(msg_type).encode()
             except (FileNotFoundError, ValueError) as err:
@@ -144,11 +139,11 @@ class FoxgloveServer:
                 schema=fox.Schema(name=msg_type, encoding='ros2msg', data=schema),
                 context=self._context)
             self.counts[topic] = 0
-            if latched[topic]:
+            if t.latched:
                 self._latched[topic] = b''
                 if msg_type == TF_MESSAGE:
                     self._latched_tf[topic] = {}
-        self._by_out_topic = {self.options.remap.get(t, t): t for t in types}
+        self._by_out_topic = {self.options.remap.get(t, t): t for t in topics}
         return channels
 
     @property
@@ -267,37 +262,26 @@ class FoxgloveServer:
             start = t.next_pass(tl.SEEK) if not self._replay.is_set() else t.first_ns
             self._replay.clear()
 
-    def _iterators(self, from_ns: int) -> tuple[list[Iterator[tuple[int, Any]]], list[ReadAhead]]:
-        return pass_iterators(self.streams, from_ns, self.options.read_ahead_bytes,
-                              lambda: self.timeline.interrupted)
-
     def _play_pass(self, from_ns: int) -> str:
         t = self.timeline
-        t.start_pass(from_ns)
-        self._tick(from_ns)
-        its, readers = self._iterators(from_ns)
         try:
-            merged = merge(its)
-            first = next(merged, None)  # the video readers' first frames are decoded
-            t.start_pass(from_ns)
-            for ev in itertools.chain([] if first is None else [first], merged):
-                if ev.t_ns > t.limit_ns:
-                    return tl.END
-                action = t.wait_for(ev.t_ns, self._tick)
-                if action in (tl.STOP, tl.SEEK):
-                    return action
-                self._send(self.streams[ev.stream_idx], ev.msg, ev.t_ns)
-                if action == tl.GO:
-                    t.slip(ev.t_ns, MAX_LAG_S)
-                elif action == tl.STEP:
-                    t.step_done(ev.t_ns)
-                    self._tick(ev.t_ns)
-            return tl.END
+            with pass_events(self.streams, from_ns, self.options.read_ahead_bytes, t,
+                             self._tick) as events:
+                for ev in events:
+                    if ev.t_ns > t.limit_ns:
+                        return tl.END
+                    action = t.wait_for(ev.t_ns, self._tick)
+                    if action in (tl.STOP, tl.SEEK):
+                        return action
+                    self._send(self.streams[ev.stream_idx], ev.msg, ev.t_ns)
+                    if action == tl.GO:
+                        t.slip(ev.t_ns, MAX_LAG_S)
+                    elif action == tl.STEP:
+                        t.step_done(ev.t_ns)
+                        self._tick(ev.t_ns)
+                return tl.END
         except Cancelled:
             return tl.STOP if t.stopped else tl.SEEK
-        finally:
-            for r in readers:
-                r.close()
 
     def _send(self, stream: Stream, msg: Any, t_ns: int) -> None:
         topic = stream.topic
@@ -345,19 +329,9 @@ def _listener(owner: FoxgloveServer) -> Any:
 
 
 def _select(episode: Episode, opts: PlayOptions) -> list[Stream]:
-    """The streams to serve: every one (robot state included: no robot_state_publisher runs
-    here), less --exclude, or only --topics; a name the episode lacks is refused, as in play."""
-    streams: Sequence[Stream] = episode.streams
-    known = {s.topic for s in streams} | {'/clock'}
-    unknown = [t for t in [*(opts.topics or ()), *opts.exclude] if t not in known]
-    if unknown:
-        raise ReactRosError(f'{episode.path}: no such topic in the episode: '
-                            f'{", ".join(unknown)} (it has {", ".join(sorted(known))})')
-    chosen = [s for s in streams if (opts.topics is None or s.topic in opts.topics)
-              and s.topic not in opts.exclude]
-    if streams and not chosen:
-        raise ReactRosError(f'{episode.path}: --topics/--exclude leave no topic to play')
-    return chosen
+    """The streams to serve: robot state included (no robot_state_publisher runs here)."""
+    return select_for_play(episode.path, episode.streams, opts.topics, opts.exclude,
+                           robot_state=True)
 
 
 def serve_episode(episode: Episode | Callable[[], Episode], options: PlayOptions, *,

@@ -6,7 +6,7 @@ message with another encoding is refused):
 | Image | `jpeg` | `png` |
 |---|---|---|
 | rgb8, bgr8, mono8, 8UC1 | `compressed` JPEG | `compressed` PNG |
-| labels (`Stream.meta['labels']`: segmentation colours, 16UC1 ids), mono16 | `compressed` PNG | `compressed` PNG |
+| labels (`Stream.labels`: segmentation colours, 16UC1 ids), mono16 | `compressed` PNG | `compressed` PNG |
 | 16UC1 depth (16UC1 without `labels`: REP 118 millimetres) | `compressedDepth` PNG | `compressedDepth` PNG |
 | 32FC1 depth (metres) | `compressedDepth` PNG (inverse-depth quantised) | `compressed` TIFF (exact) |
 
@@ -48,7 +48,6 @@ from react_ros.streams import Stream
 IMAGE = 'sensor_msgs/msg/Image'
 COMPRESSED_IMAGE = 'sensor_msgs/msg/CompressedImage'
 MODES = ('raw', 'jpeg', 'png')
-LABELS = 'labels'  # Stream.meta key: pixel values are labels or ids, never encoded lossily
 # Frames one stream keeps in flight, per worker: enough to keep the pool busy while the
 # merge pulls streams in turn, few enough that full-size frames stay in memory bounds.
 WINDOW_PER_WORKER = 2
@@ -138,7 +137,7 @@ class ImageEncoder:
         return [self.stream(s) if s.msg_type == IMAGE else s for s in streams]
 
     def stream(self, stream: Stream) -> Stream:
-        labels = bool(stream.meta.get(LABELS))
+        labels = stream.labels
         encoding = _first_encoding(stream) if stream.count != 0 else None
         plan = plan_for(encoding or 'rgb8', self.mode, labels)
         opener = stream.open_from
@@ -153,7 +152,6 @@ class ImageEncoder:
         return replace(stream, topic=f'{stream.topic}/{plan.transport}',
                        msg_type=COMPRESSED_IMAGE, open=open_,
                        approx_bytes=raw // _RATIO[plan.codec] + 200,
-                       meta={**stream.meta, 'image_topic': stream.topic, 'plan': plan},
                        open_from=open_from)
 
     def _encoded(self, topic: str, plan: Plan, source: Iterator[tuple[int, Any]]

@@ -49,6 +49,7 @@ import sys
 import threading
 import time
 from collections import deque
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
@@ -73,9 +74,10 @@ from react_ros.sinks import discovery
 from react_ros.sinks.flow import POLL_S, AckWindow
 from react_ros.sinks import timeline as tl
 from react_ros.sinks.keyboard import DOWN, RIGHT, SPACE, UP, Keyboard
-from react_ros.sinks.readahead import Cancelled, ReadAhead
+from react_ros.sinks.readahead import Cancelled, ReadAhead, serialised
+from react_ros.sinks.selection import fold_topics, player_conflict, select_for_play
 from react_ros.sinks.services import make_services
-from react_ros.streams import Role, Stream, merge
+from react_ros.streams import Event, Stream, merge
 
 TF_MESSAGE = 'tf2_msgs/msg/TFMessage'
 # How late a message may go out before the timeline slips instead of catching up.
@@ -227,52 +229,24 @@ class Player:
 
     def _select(self, streams: Sequence[Stream]) -> list[Stream]:
         opts = self.options
-        # A name the episode lacks is a typo, not a wish for nothing (as `convert`).
-        # /clock is no data topic, but naming it is no mistake either.
-        known = {s.topic for s in streams} | {'/clock'}
-        unknown = [t for t in [*(opts.topics or ()), *opts.exclude] if t not in known]
-        if unknown:
-            raise ReactRosError(f'{self.episode.path}: no such topic in the episode: '
-                                f'{", ".join(unknown)} (it has {", ".join(sorted(known))})')
-        chosen = []
-        for s in streams:
-            if s.role is Role.ROBOT_STATE and not opts.publish_robot_state:
-                continue
-            if opts.topics is not None and s.topic not in opts.topics:
-                continue
-            if s.topic in opts.exclude:
-                continue
-            chosen.append(s)
-        if streams and not chosen and (opts.topics is not None or opts.exclude):
-            raise ReactRosError(f'{self.episode.path}: --topics/--exclude leave no topic to play')
-        return chosen
+        return select_for_play(self.episode.path, streams, opts.topics, opts.exclude,
+                               robot_state=opts.publish_robot_state)
 
     def _out_topic(self, topic: str) -> str:
         return self.options.remap.get(topic, topic)
 
     def _make_publishers(self) -> None:
-        types: dict[str, str] = {}
-        latched: dict[str, bool] = {}
-        heavy: dict[str, bool] = {}
-        size: dict[str, int] = {}
-        for s in self.streams:
-            if types.setdefault(s.topic, s.msg_type) != s.msg_type:
-                raise ReactRosError(f'{self.episode.path}: topic {s.topic} carries both '
-                                    f'{types[s.topic]} and {s.msg_type}')
-            latched[s.topic] = latched.get(s.topic, False) or s.latched
-            heavy[s.topic] = heavy.get(s.topic, False) or s.heavy
-            size[s.topic] = max(size.get(s.topic, 0), s.approx_bytes)
-        for topic, msg_type in types.items():
+        for topic, t in fold_topics(self.streams, player_conflict(self.episode.path)).items():
             pub = self._publishers[topic] = self.node.create_publisher(
-                message_class(msg_type), self._out_topic(topic), qos.live_writer(latched[topic]))
-            if not latched[topic]:
-                self._windows[topic] = AckWindow(pub, qos.window(heavy[topic], size[topic]))
-            if heavy[topic]:
+                message_class(t.msg_type), self._out_topic(topic), qos.live_writer(t.latched))
+            if not t.latched:
+                self._windows[topic] = AckWindow(pub, qos.window(t.heavy, t.approx_bytes))
+            if t.heavy:
                 self._heavy_topics.add(topic)
             self._counts[topic] = 0
             self._failed[topic] = 0
             self._dropped[topic] = 0
-            if latched[topic] and msg_type == TF_MESSAGE:
+            if t.latched and t.msg_type == TF_MESSAGE:
                 self._latched_tf[topic] = {}
 
     # --- control (thread-safe; services and keyboard call these) ------------
@@ -402,60 +376,52 @@ class Player:
         while start is not None and not self.timeline.stopped:
             start = self.timeline.next_pass(self._play_pass(start))
 
-    def _iterators(self, from_ns: int) -> tuple[list[Iterator[tuple[int, Any]]], list[ReadAhead]]:
-        return pass_iterators(self.streams, from_ns, self.options.read_ahead_bytes,
-                              lambda: self.timeline.interrupted)
+    def _before_first(self, from_ns: int) -> None:
+        if not self._settled:  # while the video readers open and decode ahead
+            self._settled = True
+            self._wait_for_discovery(from_ns)
 
     def _play_pass(self, from_ns: int) -> str:
         timeline = self.timeline
-        timeline.start_pass(from_ns)
-        self._publish_clock(from_ns)
-        its, readers = self._iterators(from_ns)
         try:
-            if not self._settled:  # while the video readers open and decode ahead
-                self._settled = True
-                self._wait_for_discovery(from_ns)
-            merged = merge(its)
-            # The merge needs every stream's first message: wait for the video
-            # readers to open and decode theirs before the clock starts, or the
-            # first frames of every pass would go out late.
-            first = next(merged, None)
-            timeline.start_pass(from_ns)
-            with self._stats_lock:
-                self._pass += 1
-                self._played_ns = from_ns - timeline.t0
-            for ev in itertools.chain([] if first is None else [first], merged):
-                if ev.t_ns > timeline.limit_ns:
-                    return tl.END
-                action = timeline.wait_for(ev.t_ns, self._publish_clock, self._progress)
-                if action in (tl.STOP, tl.SEEK):
-                    return action
-                topic = self.streams[ev.stream_idx].topic
-                if action == tl.GO and self._drops(topic, ev.t_ns):
-                    with self._stats_lock:
-                        self._dropped[topic] += 1
-                    self._played_ns = ev.t_ns - timeline.t0
-                    self._progress()
-                    continue
-                if not self._wait_for_room(topic):
-                    return tl.STOP if timeline.stopped else tl.SEEK
-                self._publish(self.streams[ev.stream_idx], ev.msg, ev.t_ns)
-                if action == tl.GO:
-                    if self._lateness is not None:
-                        self._lateness.append(time.monotonic() - timeline.last_due)
-                    if self.options.drop_late_s is None:
-                        timeline.slip(ev.t_ns, MAX_LAG_S)
-                self._played_ns = ev.t_ns - timeline.t0
-                if action == tl.STEP:
-                    timeline.step_done(ev.t_ns)
-                    self._publish_clock(ev.t_ns)
-                self._progress()
-            return tl.END
+            with pass_events(self.streams, from_ns, self.options.read_ahead_bytes, timeline,
+                             self._publish_clock, self._before_first) as events:
+                with self._stats_lock:
+                    self._pass += 1
+                    self._played_ns = from_ns - timeline.t0
+                return self._play_events(events)
         except Cancelled:
             return tl.STOP if timeline.stopped else tl.SEEK
-        finally:
-            for r in readers:
-                r.close()
+
+    def _play_events(self, events: Iterator[Event]) -> str:
+        timeline = self.timeline
+        for ev in events:
+            if ev.t_ns > timeline.limit_ns:
+                return tl.END
+            action = timeline.wait_for(ev.t_ns, self._publish_clock, self._progress)
+            if action in (tl.STOP, tl.SEEK):
+                return action
+            topic = self.streams[ev.stream_idx].topic
+            if action == tl.GO and self._drops(topic, ev.t_ns):
+                with self._stats_lock:
+                    self._dropped[topic] += 1
+                self._played_ns = ev.t_ns - timeline.t0
+                self._progress()
+                continue
+            if not self._wait_for_room(topic):
+                return tl.STOP if timeline.stopped else tl.SEEK
+            self._publish(self.streams[ev.stream_idx], ev.msg, ev.t_ns)
+            if action == tl.GO:
+                if self._lateness is not None:
+                    self._lateness.append(time.monotonic() - timeline.last_due)
+                if self.options.drop_late_s is None:
+                    timeline.slip(ev.t_ns, MAX_LAG_S)
+            self._played_ns = ev.t_ns - timeline.t0
+            if action == tl.STEP:
+                timeline.step_done(ev.t_ns)
+                self._publish_clock(ev.t_ns)
+            self._progress()
+        return tl.END
 
     def _drops(self, topic: str, t_ns: int) -> bool:
         """With drop_late_s: whether this heavy message is dropped to keep real time."""
@@ -650,8 +616,9 @@ def player_node(name: str, context: Context | None = None) -> Node:
 def pass_iterators(streams: Sequence[Stream], from_ns: int, read_ahead_bytes: int,
                    interrupted: Callable[[], bool]
                    ) -> tuple[list[Iterator[tuple[int, Any]]], list[ReadAhead]]:
-    """One iterator per stream from `from_ns`: heavy ones read ahead on threads within
-    `read_ahead_bytes` together, the rest in line (a latched one re-sends its last).
+    """One iterator per stream from `from_ns`: heavy ones read ahead, and serialised, on
+    threads within `read_ahead_bytes` together, the rest in line (a latched one re-sends
+    its last).
 
     `interrupted`: a reader still decoding frames to drop (after a seek) must not hold
     off a stop or a newer seek. Both sinks that play (DDS and Foxglove) start passes here.
@@ -662,12 +629,40 @@ def pass_iterators(streams: Sequence[Stream], from_ns: int, read_ahead_bytes: in
     its: list[Iterator[tuple[int, Any]]] = []
     for s in streams:
         if s.heavy:
-            r = ReadAhead(s, from_ns, budget, interrupted)
+            r = ReadAhead(s, from_ns, budget, interrupted, serialised)
             readers.append(r)
             its.append(iter(r))
         else:
             its.append(_skip_to(s, from_ns))
     return its, readers
+
+
+@contextmanager
+def pass_events(streams: Sequence[Stream], from_ns: int, read_ahead_bytes: int,
+                timeline: tl.Timeline, clock: Callable[[int], None],
+                before_first: Callable[[int], None] = lambda _: None) -> Iterator[Iterator[Event]]:
+    """One pass's messages from `from_ns` in stamp order, for both sinks that play.
+
+    The timeline starts the pass, `clock` tells the time, the readers open
+    (pass_iterators), `before_first` runs while they do; the timeline starts again
+    once the first message is ready, since the merge needs every stream's first:
+    else the video readers' first frames of every pass would go out late. The
+    readers stop and are joined when the block ends; a seek or stop while they
+    read raises Cancelled.
+    """
+    timeline.start_pass(from_ns)
+    clock(from_ns)
+    its, readers = pass_iterators(streams, from_ns, read_ahead_bytes,
+                                  lambda: timeline.interrupted)
+    try:
+        before_first(from_ns)
+        merged = merge(its)
+        first = next(merged, None)
+        timeline.start_pass(from_ns)
+        yield itertools.chain([] if first is None else [first], merged)
+    finally:
+        for r in readers:
+            r.close()
 
 
 def _skip_to(stream: Stream, from_ns: int) -> Iterator[tuple[int, Any]]:

@@ -1,9 +1,13 @@
 """Read heavy streams ahead on worker threads, bounded in bytes.
 
-Video decoding (PyAV) releases the GIL, so one thread per heavy stream decodes
-in parallel with the publishing thread. A queue bounded in messages would hold
-anything from kilobytes to gigabytes depending on the resolution; bounding it
-in bytes keeps memory predictable for 4K and thumbnails alike.
+Every sink reads a heavy stream (Stream.heavy: video, HDF5 images, point clouds)
+this way, whatever its kind: video decoding (PyAV), zlib (HDF5's gzip), JPEG
+decoding and CDR serialisation release the GIL, so one thread per heavy stream
+builds its messages in parallel with the thread that publishes or writes them.
+`serialise` makes that thread serialise them too, off the consumer's hot path.
+A queue bounded in messages would hold anything from kilobytes to gigabytes
+depending on the resolution; bounding it in bytes keeps memory predictable for
+4K and thumbnails alike.
 """
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ import threading
 from collections import deque
 from typing import Any, Callable, Iterator
 
+from react_ros.ros.serialization import cdr_payload
 from react_ros.streams import Stream, open_at
 
 _END = object()
@@ -75,32 +80,39 @@ class ReadAhead:
     """One worker thread iterating `stream` from `from_ns` into a ByteBoundedQueue.
 
     The stream is opened at `from_ns` (streams.open_at: a video stream decodes
-    from the keyframe before it), off the publishing thread and in parallel per
-    camera. Worker exceptions surface in `__iter__`.
+    from the keyframe before it), off the consumer's thread and in parallel per
+    stream; `from_ns` None opens it whole, dropping nothing (a bag refuses bad
+    stamps itself). `prepare`, where given, turns each message into what the
+    consumer takes (serialise), on the worker. Worker exceptions surface in
+    `__iter__`; once `abort()` is true the worker stops between two messages and
+    the consumer raises Cancelled. `close()` stops and joins the worker.
     """
 
-    def __init__(self, stream: Stream, from_ns: int, capacity: int,
-                 abort: Callable[[], bool]) -> None:
+    def __init__(self, stream: Stream, from_ns: int | None, capacity: int,
+                 abort: Callable[[], bool], prepare: Callable[[Any], Any] | None = None
+                 ) -> None:
         self.stream = stream
         self.from_ns = from_ns
         self.queue = ByteBoundedQueue(capacity)
         self._abort = abort
+        self._prepare = prepare
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, daemon=True,
                                          name=f'readahead {stream.topic}')
         self._thread.start()
 
     def _run(self) -> None:
-        it = open_at(self.stream, self.from_ns)
-        # Unknown sizes count as 1 MiB, so a stream that does not say still stays bounded.
-        size = self.stream.approx_bytes if self.stream.approx_bytes > 0 else 1 << 20
+        start = self.from_ns
+        it = self.stream.open() if start is None else open_at(self.stream, start)
+        size = message_bytes(self.stream)
+        prepare = self._prepare
         try:
             for t_ns, msg in it:
-                if t_ns < self.from_ns:
-                    if self._abort() or self.queue.cancelled:
-                        return
+                if self._abort() or self.queue.cancelled:
+                    return
+                if start is not None and t_ns < start:
                     continue
-                self.queue.put((t_ns, msg), size)
+                self.queue.put((t_ns, msg if prepare is None else prepare(msg)), size)
             self.queue.put(_END, 0)
         except Cancelled:
             pass
@@ -135,4 +147,19 @@ class ReadAhead:
         self._thread.join(timeout)
 
 
-__all__ = ['ByteBoundedQueue', 'Cancelled', 'ReadAhead']
+def message_bytes(stream: Stream) -> int:
+    """What one message of `stream` counts against a budget: unknown sizes count as 1 MiB,
+    so a stream that does not say still stays bounded."""
+    return stream.approx_bytes if stream.approx_bytes > 0 else 1 << 20
+
+
+def serialised(msg: Any) -> Any:
+    """`msg` as CDR bytes (as they are when already bytes): the same bytes a bag writes."""
+    if isinstance(msg, (bytes, bytearray, memoryview)):
+        return msg
+    # cdr_payload, not serialize_message: rmw leaves process memory in the padding,
+    # and a bag must be the same bytes every run.
+    return bytes(cdr_payload(msg))
+
+
+__all__ = ['ByteBoundedQueue', 'Cancelled', 'ReadAhead', 'message_bytes', 'serialised']

@@ -17,8 +17,6 @@ norm means the file is damaged or misread).
 from __future__ import annotations
 
 import json
-import queue
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterator
@@ -43,11 +41,6 @@ from react_ros.ros.image import rgb_image
 from react_ros.ros.msgs import stamp
 from react_ros.ros.tf import tf_message, transform_stamped
 from react_ros.streams import Stream
-
-PREFETCH = 8  # messages a heavy stream builds ahead of its reader
-# How long a reader waits for its stopped worker: one message's read, decode and
-# serialisation (milliseconds at the release's sizes), with room for a loaded machine.
-JOIN_S = 10.0
 
 EMBODIMENTS = ('agilex', 'franka')
 REPLAY_REPORT = 'reports/replay_success_check_failed.json'
@@ -346,8 +339,13 @@ class RobotwinAdapter:
 
     def _per_row(self, topic: str, msg_type: str, build: Callable[[int, int], Any],
                  rows: np.ndarray | None = None, approx: int = 200, heavy: bool = False,
-                 source: Path | None = None, reader: bool = False) -> Stream:
-        """A stream with one message per played row; `reader` passes a rh.Frames to build."""
+                 source: Path | None = None, reader: bool = False,
+                 labels: bool = False) -> Stream:
+        """A stream with one message per played row; `reader` passes a rh.Frames to build.
+
+        A heavy one is read, decoded and serialised ahead on a worker thread by the
+        sink that consumes it (sinks/readahead.py), as every kind's video is.
+        """
         rows = self.rows if rows is None else rows
         t_ns = self.t_ns
         path = source or self.path
@@ -362,8 +360,8 @@ class RobotwinAdapter:
                 for r in rows:
                     t = int(t_ns[r])
                     yield t, build(int(r), t)
-        return Stream(topic, msg_type, (lambda: prefetched(gen)) if heavy else gen,
-                      count=len(rows), heavy=heavy, approx_bytes=approx)
+        return Stream(topic, msg_type, gen, count=len(rows), heavy=heavy, approx_bytes=approx,
+                      labels=labels)
 
     def _tf_static(self) -> list[Stream]:
         if self.extra is None:
@@ -455,11 +453,10 @@ class RobotwinAdapter:
         def image(fr: rh.Frames, r: int, t: int) -> Image:
             return rgb_image(np.ascontiguousarray(fr.get(key, r)), t,
                              'head_camera_optical_frame')
-        stream = self._per_row(f'/head_camera/segmentation/{what}/image_raw',
-                               'sensor_msgs/msg/Image', image, approx=w * h * 3 + 200,
-                               heavy=True, reader=True)
-        stream.meta['labels'] = True  # palette colours: --images jpeg keeps them lossless
-        return stream
+        # palette colours: labels, so --images jpeg keeps them lossless
+        return self._per_row(f'/head_camera/segmentation/{what}/image_raw',
+                             'sensor_msgs/msg/Image', image, approx=w * h * 3 + 200,
+                             heavy=True, reader=True, labels=True)
 
     def _raw_ids(self, what: str) -> Stream:
         assert self.extra is not None
@@ -471,11 +468,10 @@ class RobotwinAdapter:
             if ids.max(initial=0) > 65535:
                 raise DatasetFormatError(fr.path, f'{key} frame {r} holds ids above 65535')
             return typed_image(ids.astype(np.uint16), '16UC1', t, 'head_camera_optical_frame')
-        stream = self._per_row(f'/head_camera/segmentation/{what}_id/image_raw',
-                               'sensor_msgs/msg/Image', image, approx=w * h * 2 + 200,
-                               heavy=True, source=self.extra.path, reader=True)
-        stream.meta['labels'] = True  # ids, not 16UC1 depth: lossless, never compressedDepth
-        return stream
+        # ids, not 16UC1 depth: labels, lossless, never compressedDepth
+        return self._per_row(f'/head_camera/segmentation/{what}_id/image_raw',
+                             'sensor_msgs/msg/Image', image, approx=w * h * 2 + 200,
+                             heavy=True, source=self.extra.path, reader=True, labels=True)
 
     def _cloud(self) -> Stream:
         world = self.config['world_frame']
@@ -528,73 +524,6 @@ class RobotwinAdapter:
             yield t0, String(data=text)
         return Stream('/annotations', 'std_msgs/msg/String', gen, count=1,
                       approx_bytes=len(text) + 50)
-
-
-def prefetched(gen: Callable[[], Iterator[tuple[int, Any]]]) -> Iterator[tuple[int, bytes]]:
-    """`gen()`'s messages as CDR bytes, read, decoded, built and serialised on a worker thread.
-
-    The bag writer consumes its streams on one thread; zlib (HDF5's gzip), the JPEG
-    decoder and serialisation release the GIL, so a worker per heavy stream lets them
-    overlap with writing (measured: a 132-frame episode converts in 1.9-2.3 s instead
-    of 3.0-3.1 s). At most PREFETCH messages wait; an error is raised in the reader.
-    A reader that stops early, and a stop signal (sinks/output.py), stop the worker
-    between two messages; the reader never waits for it longer than STOP_POLL_S
-    without looking at the stop flag, and joins it before it returns or raises: a
-    worker left inside h5py when the interpreter exits deadlocks its shutdown on
-    h5py's global lock (seen: Ctrl-C on a convert that never ended).
-    """
-    # cdr_payload, not serialize_message: rmw leaves process memory in the padding, and
-    # a bag must be the same bytes every run (convert-all's Ray and local runs agree).
-    from react_ros.ros.serialization import cdr_payload
-    from react_ros.sinks.output import STOP_POLL_S, check_stop, stop_requested
-    out: queue.Queue[Any] = queue.Queue(PREFETCH)
-    stop = threading.Event()
-    done = object()
-
-    def stopping() -> bool:
-        return stop.is_set() or bool(stop_requested())
-
-    def put(item: Any) -> bool:
-        while not stopping():
-            try:
-                out.put(item, timeout=STOP_POLL_S)
-                return True
-            except queue.Full:
-                pass
-        return False
-
-    def work() -> None:
-        it = gen()
-        try:
-            for t, msg in it:
-                if stopping() or not put((t, bytes(cdr_payload(msg)))):
-                    return
-            put(done)
-        except BaseException as exc:  # handed to the reader, raised there
-            put(exc)
-        finally:
-            it.close()  # on this thread: the HDF5 file closes where it was read
-
-    worker = threading.Thread(target=work, name='robotwin-prefetch', daemon=True)
-    worker.start()
-    try:
-        while True:
-            try:
-                item = out.get(timeout=STOP_POLL_S)
-            except queue.Empty:
-                check_stop()
-                if not worker.is_alive() and out.empty():
-                    raise RuntimeError('robotwin-prefetch: the worker ended without '
-                                       'a last message') from None
-                continue
-            if item is done:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        stop.set()
-        worker.join(JOIN_S)
 
 
 def _calib(cal: rh.Calibration, r: int, width: int, height: int) -> dict[str, Any]:

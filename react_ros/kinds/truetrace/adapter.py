@@ -459,8 +459,7 @@ class TrueTraceAdapter:
             for t in t_ns:
                 yield int(t), camera_info(meta, int(t), frame_id, size=size)
         return [Stream(f'/{src.cam}/image_raw', 'sensor_msgs/msg/Image', images,
-                       count=len(t_ns), heavy=True, approx_bytes=size[0] * size[1] * 3 + 200,
-                       meta={'frames': f'{src.path}:/frames/{src.cam}'}),
+                       count=len(t_ns), heavy=True, approx_bytes=size[0] * size[1] * 3 + 200),
                 Stream(f'/{src.cam}/camera_info', 'sensor_msgs/msg/CameraInfo', infos,
                        count=len(t_ns), approx_bytes=400)]
 

@@ -347,38 +347,6 @@ def test_fps_sets_the_stamps(release: Path) -> None:
     assert stamps[:3] == [1_000_000_000, 1_040_000_000, 1_080_000_000]
 
 
-def test_prefetched_streams_raise_in_the_reader_and_stop_when_it_stops() -> None:
-    import threading
-
-    from std_msgs.msg import String
-
-    from react_ros.kinds.robotwin.adapter import prefetched
-    from react_ros.errors import DatasetFormatError
-
-    def failing() -> Any:
-        yield 1, String(data='a')
-        yield 2, String(data='b')
-        raise DatasetFormatError('x.hdf5', 'frame 2 is broken')
-    got = []
-    with pytest.raises(DatasetFormatError, match='frame 2 is broken'):
-        for t, raw in prefetched(failing):
-            got.append((t, bytes(raw)))
-    assert [t for t, _ in got] == [1, 2]
-
-    def endless() -> Any:
-        i = 0
-        while True:
-            i += 1
-            yield i, String(data='x' * 100)
-    reader = prefetched(endless)
-    assert next(reader)[0] == 1
-    reader.close()  # the reader stops early (a --playback-duration, a refused stream)
-    workers = [t for t in threading.enumerate() if t.name == 'robotwin-prefetch']
-    for worker in workers:
-        worker.join(timeout=5)
-    assert not any(w.is_alive() for w in workers)
-
-
 def test_image_scale_scales_colour_images_and_their_k_only(release: Path, files: dict) -> None:
     from rclpy.serialization import deserialize_message
     from sensor_msgs.msg import Image
