@@ -1,89 +1,140 @@
-"""Serialising a message to the CDR bytes a bag stores: its content only, padding zeroed."""
+"""Any message object to the CDR bytes a bag stores, written with ros/cdr.py's CdrWriter.
+
+Not rclpy's serialize_message: rmw_fastrtps (Kilted) sizes its buffer with an upper
+estimate that reserves alignment for empty sequences of 8-byte values and returns it
+whole, and never writes alignment padding, so both carry leftover process memory
+(bags would differ run to run; strict readers such as rosbags reject the size).
+Walking the message here writes the content only, padding zeroed, and is faster than
+serialising and cleaning up after (bench/bench_cdr.py). The walk follows rosidl's own
+description of each class (SLOT_TYPES), so it covers every message type.
+"""
 from __future__ import annotations
 
-from typing import Any
+import array
+import struct
+import sys
+from typing import Any, Callable
 
-from rclpy.serialization import serialize_message
+import numpy as np
 from rosidl_parser.definition import (AbstractNestedType, AbstractSequence, AbstractString,
                                       BasicType, NamespacedType)
 
+from react_ros.ros.cdr import CdrWriter
 
-def cdr_payload(msg: Any) -> bytes | bytearray:
-    """serialize_message(msg), cut to the message's CDR content, its padding zeroed.
+# struct format of each CDR primitive, by rosidl type name; its size is its alignment.
+# rclpy holds an octet as a bytes of length 1 ('c'), a char as an int.
+_FORMAT = {'boolean': '?', 'octet': 'c', 'char': 'B', 'int8': 'b', 'uint8': 'B',
+           'int16': 'h', 'uint16': 'H', 'int32': 'i', 'uint32': 'I', 'float': 'f',
+           'int64': 'q', 'uint64': 'Q', 'double': 'd'}
+_LITTLE = sys.byteorder == 'little'
 
-    rmw_fastrtps (Kilted) sizes the buffer with an upper estimate that reserves
-    alignment for empty sequences of 8-byte values and returns it whole, and it never
-    writes alignment padding: both carry leftover process memory, so bags would differ
-    run to run and strict readers (rosbags) reject the size. Readers skip padding, so
-    zeroing it changes no message.
-    """
-    data = serialize_message(msg)
-    sizer = _Sizer()
-    try:
-        size = 4 + sizer.message(msg, 0)  # 4: the encapsulation header
-    except _NotSized:
-        return data
-    if size > len(data):  # cannot happen unless the sizer is wrong: keep what rmw gave
-        return data
-    if not sizer.pads:
-        return data[:size] if size < len(data) else data
-    out = bytearray(memoryview(data)[:size])
-    for a, b in sizer.pads:
-        out[4 + a:4 + b] = bytes(b - a)
-    return out
+Writer = Callable[[bytearray, Any], None]
 
 
-class _NotSized(Exception):
-    pass
+def cdr_payload(msg: Any) -> bytearray:
+    """The message's CDR: encapsulation header, then its fields, padding zero."""
+    w = CdrWriter()
+    _message_writer(type(msg))(w.buf, msg)
+    return w.buf
 
 
-# Sizes (= alignments) of CDR primitives, by rosidl type name.
-_PRIMITIVE = {'boolean': 1, 'octet': 1, 'char': 1, 'int8': 1, 'uint8': 1, 'int16': 2,
-              'uint16': 2, 'int32': 4, 'uint32': 4, 'float': 4, 'int64': 8, 'uint64': 8,
-              'double': 8}
+def _pad(buf: bytearray, n: int) -> None:
+    pad = -(len(buf) - 4) % n
+    if pad:
+        buf += bytes(pad)
 
 
-class _Sizer:
-    """Walks a message as plain (XCDR1) CDR: its end offset and its padding gaps."""
+_WRITERS: dict[type, Writer] = {}
 
-    def __init__(self) -> None:
-        self.pads: list[tuple[int, int]] = []
 
-    def _align(self, pos: int, n: int) -> int:
-        new = (pos + n - 1) & -n
-        if new != pos:
-            self.pads.append((pos, new))
-        return new
+def _message_writer(cls: type) -> Writer:
+    writer = _WRITERS.get(cls)
+    if writer is None:
+        writer = _WRITERS[cls] = _build_message_writer(cls)
+    return writer
 
-    def message(self, msg: Any, pos: int) -> int:
-        if not msg.SLOT_TYPES:  # rosidl gives an empty message one uint8 member
-            return pos + 1
-        for slot, kind in zip(msg.__slots__, msg.SLOT_TYPES):
-            pos = self._field(kind, getattr(msg, slot), pos)
-        return pos
 
-    def _field(self, kind: Any, value: Any, pos: int) -> int:
-        if isinstance(kind, BasicType):
-            n = _PRIMITIVE.get(kind.typename)
-            if n is None:  # wchar, long double: in no message we write
-                raise _NotSized(kind.typename)
-            return self._align(pos, n) + n
-        if isinstance(kind, AbstractString):
-            return self._align(pos, 4) + 4 + len(value.encode()) + 1
-        if isinstance(kind, NamespacedType):
-            return self.message(value, pos)
-        if not isinstance(kind, AbstractNestedType):
-            raise _NotSized(type(kind).__name__)  # wide strings
-        if isinstance(kind, AbstractSequence):
-            pos = self._align(pos, 4) + 4  # element count
-        item = kind.value_type
-        if isinstance(item, BasicType) and item.typename in _PRIMITIVE:
-            n = _PRIMITIVE[item.typename]
-            # An empty sequence is not aligned: that is what rmw's estimate gets wrong.
-            return self._align(pos, n) + n * len(value) if len(value) else pos
+def _build_message_writer(cls: Any) -> Writer:
+    if not cls.SLOT_TYPES:  # rosidl gives an empty message one uint8 member
+        def empty(buf: bytearray, msg: Any) -> None:
+            buf.append(0)
+        return empty
+    names = cls.get_fields_and_field_types()  # in member order, as SLOT_TYPES
+    fields = [(name, _field_writer(kind)) for name, kind in zip(names, cls.SLOT_TYPES)]
+
+    def message(buf: bytearray, msg: Any) -> None:
+        for slot, write in fields:
+            write(buf, getattr(msg, slot))
+    return message
+
+
+def _field_writer(kind: Any) -> Writer:
+    if isinstance(kind, BasicType):
+        return _primitive_writer(kind.typename)
+    if isinstance(kind, AbstractString):
+        return _string
+    if isinstance(kind, NamespacedType):
+        return lambda buf, value: _message_writer(type(value))(buf, value)
+    if isinstance(kind, AbstractNestedType):
+        return _nested_writer(kind)
+    raise TypeError(f'no CDR writer for {type(kind).__name__} fields (wide strings)')
+
+
+def _primitive_writer(typename: str) -> Writer:
+    fmt = _FORMAT.get(typename)
+    if fmt is None:  # wchar, long double: in no message react_ros writes
+        raise TypeError(f'no CDR writer for {typename} fields')
+    packer = struct.Struct('<' + fmt)
+    size = packer.size
+
+    def primitive(buf: bytearray, value: Any) -> None:
+        _pad(buf, size)
+        buf += packer.pack(value)
+    return primitive
+
+
+def _string(buf: bytearray, value: str) -> None:
+    raw = value.encode()
+    _pad(buf, 4)
+    buf += struct.pack('<I', len(raw) + 1)
+    buf += raw
+    buf.append(0)
+
+
+def _nested_writer(kind: Any) -> Writer:
+    """A sequence (count first) or fixed array (no count) of any member type."""
+    counted = isinstance(kind, AbstractSequence)
+    item = kind.value_type
+    if isinstance(item, BasicType):
+        fmt = _FORMAT.get(item.typename)
+        if fmt is None:
+            raise TypeError(f'no CDR writer for {item.typename} fields')
+        size = struct.calcsize(fmt)
+        dtype = None if fmt in '?c' else np.dtype('<' + fmt)
+
+        def primitives(buf: bytearray, value: Any) -> None:
+            if counted:
+                _pad(buf, 4)
+                buf += struct.pack('<I', len(value))
+            if not len(value):  # an empty sequence is not aligned
+                return
+            _pad(buf, size)
+            if dtype is None:  # lists of bool or bytes
+                buf += struct.pack(f'<{len(value)}{fmt}', *value)
+            elif _LITTLE and isinstance(value, array.array) and value.itemsize == size:
+                buf += value  # uint8 image data and the like: one copy
+            else:
+                buf += np.ascontiguousarray(value, dtype=dtype).tobytes()
+        return primitives
+    write_item = _field_writer(item)
+
+    def items(buf: bytearray, value: Any) -> None:
+        if counted:
+            _pad(buf, 4)
+            buf += struct.pack('<I', len(value))
         for v in value:
-            pos = self._field(item, v, pos)
-        return pos
+            write_item(buf, v)
+    return items
 
 
 __all__ = ['cdr_payload']

@@ -43,7 +43,7 @@ from react_ros.kinds.objects.session import (
 from react_ros.formats.ply import ply_bounds
 from react_ros.formats.times import check_ns, seconds_to_ns
 from react_ros.options import KindOptions, at_least, option
-from react_ros.ros.cdr_writer import CdrWriter, SphereLists, delete_marker_cdr, tf_message_cdr
+from react_ros.ros.cdr import CdrWriter, SphereLists, delete_marker_cdr, tf_message_cdr
 from react_ros.ros.msgs import stamp
 from react_ros.ros.tf import tf_message, transform_stamped
 from react_ros.streams import Stream
@@ -289,7 +289,7 @@ class ObjectsAdapter:
                 for k in np.flatnonzero(good.any(axis=0)):
                     t = int(t_ns[a + k])
                     rows = np.flatnonzero(good[:, k])
-                    # CDR written directly: 120 Hz x every instance (ros/cdr_writer.py)
+                    # CDR written directly: 120 Hz x every instance (ros/cdr.py)
                     yield t, tf_message_cdr(t, 'world', [names[i] for i in rows],
                                             block[rows, k, :3, 3], quats[rows, k])
         return Stream('/tf', 'tf2_msgs/msg/TFMessage', gen,
@@ -413,7 +413,7 @@ class ObjectsAdapter:
                 for k in np.flatnonzero(keep[a:a + block.shape[1]]):
                     f = a + k
                     t = int(t_ns[f])
-                    # CDR written directly: 120 Hz x every instance (ros/cdr_writer.py)
+                    # CDR written directly: 120 Hz x every instance (ros/cdr.py)
                     now, before = seen[:, f], seen[:, f - 1] if f > 0 else np.zeros(n, bool)
                     w = CdrWriter()
                     w.u32(int(now.sum() + (before & ~now).sum()))

@@ -21,12 +21,12 @@ from react_ros.adapters.poses import PosePolicy, PoseRule
 from react_ros.adapters.video_streams import in_stamp_order, video_camera_streams
 from react_ros.errors import DatasetFormatError, FrameSyncError
 from react_ros.formats import video
-from react_ros.formats.cdr import CdrReader, header_stamp
 from react_ros.formats.mcap_bag import McapBag, RawMessage
 from react_ros.formats.camera_info_yaml import read_camera_info
 from react_ros.formats.text_files import read_yaml
 from react_ros.formats.times import check_ns, ns_value, seconds_to_ns
 from react_ros.formats.urdf import parse_urdf
+from react_ros.ros.cdr import CdrReader, header_stamp
 from react_ros.ros.msgs import message_class
 from react_ros.ros.robot_state import robot_state_streams
 from react_ros.ros.tf import tf_message, transform_stamped

@@ -19,14 +19,13 @@ import yaml
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseStamped
 from mcap.writer import CompressionType, Writer
-from mcap_ros2._dynamic import generate_dynamic, serialize_dynamic
-from rclpy.serialization import deserialize_message, serialize_message
 from scipy.spatial.transform import Rotation
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
 from react_ros.errors import SinkError
 from react_ros.ros.msgs import definition_text, stamp
+from react_ros.ros.serialization import cdr_payload
 from react_ros.samples.writing import write_sample
 from react_ros.sinks.output import check_stop
 
@@ -301,7 +300,6 @@ class _Episode:
 
     def _mcap(self) -> dict[str, tuple[str, int]]:
         self.messages.sort(key=lambda m: m[0])
-        canonical = _CanonicalCdr()
         types: dict[str, str] = {}
         counts: dict[str, tuple[str, int]] = {}
         with (self.root / 'data/episode.mcap').open('wb') as f:
@@ -322,7 +320,8 @@ class _Episode:
                 msg_type = types[topic]
                 name, n = counts.get(topic, (msg_type, 0))
                 counts[topic] = (name, n + 1)
-                writer.add_message(channels[topic], log_ns, canonical(msg_type, msg), pub_ns,
+                # padding zeroed: a seed gives the same file
+                writer.add_message(channels[topic], log_ns, bytes(cdr_payload(msg)), pub_ns,
                                    sequence=n)
             writer.finish()  # type: ignore[no-untyped-call]
         return counts
@@ -379,29 +378,6 @@ class _Episode:
         (self.root / 'meta/scene/workcell_description.yaml').write_text(
             yaml.safe_dump({'workcell': 'umi_gripper_sample', 'devices': devices},
                            sort_keys=False))
-
-
-class _CanonicalCdr:
-    """rclpy's CDR bytes with the padding zeroed, so a seed gives the same file.
-
-    Fast CDR leaves alignment padding uninitialised (heap garbage differs run to
-    run). rclpy serialises; mcap_ros2 decodes and re-encodes that with zero
-    padding; rclpy must read the result back as the very same message.
-    """
-
-    def __init__(self) -> None:
-        self._codecs: dict[str, tuple[Any, Any]] = {}
-
-    def __call__(self, msg_type: str, msg: Any) -> bytes:
-        if msg_type not in self._codecs:
-            text = definition_text(msg_type)
-            self._codecs[msg_type] = (generate_dynamic(msg_type, text)[msg_type],
-                                      serialize_dynamic(msg_type, text)[msg_type])
-        decode, encode = self._codecs[msg_type]
-        data = encode(decode(serialize_message(msg)))
-        if deserialize_message(data, type(msg)) != msg:
-            raise RuntimeError(f'CDR re-encoding changed a {msg_type} message')
-        return bytes(data)
 
 
 # -- URDF ---------------------------------------------------------------------------------

@@ -359,8 +359,7 @@ def test_direct_cdr_equals_rclpy_serialisation(names: list[str]) -> None:
     from std_msgs.msg import ColorRGBA
     from visualization_msgs.msg import Marker, MarkerArray
 
-    from react_ros.ros.cdr_writer import (CdrWriter, SphereLists, delete_marker_cdr,
-                                          tf_message_cdr)
+    from react_ros.ros.cdr import CdrWriter, SphereLists, delete_marker_cdr, tf_message_cdr
     from react_ros.ros.msgs import stamp
     from react_ros.ros.tf import tf_message, transform_stamped
     from react_ros.sinks.bag import cdr_payload

@@ -148,7 +148,7 @@ def test_cdr_reader_agrees_with_rclpy() -> None:
     from geometry_msgs.msg import PoseStamped
     from rclpy.serialization import serialize_message
 
-    from react_ros.formats.cdr import CdrReader, header_stamp
+    from react_ros.ros.cdr import CdrReader, header_stamp
     for n in range(10):  # every alignment of what follows a string
         pose = PoseStamped()
         pose.header.stamp.sec, pose.header.stamp.nanosec = 1_718_445_600 + n, 123_456_789

@@ -1,12 +1,19 @@
-"""CDR (XCDR1, little endian) written directly, for streams of many small messages.
+"""CDR (XCDR1, little endian), written and read directly: the package's one CDR path.
 
-Building rclpy message objects field by field and serialising them costs about
-a millisecond per TFMessage of 20 transforms; a 120 Hz mocap session needs
-thousands a second. These writers produce the same bytes Fast DDS would
-(encapsulation 00 01 00 00, primitives aligned to their size from the end of the
-encapsulation, padding zero, no trailing bytes), which sinks publish and record
-as they are (Stream: `bytes` messages). Tests deserialise them with rclpy and
-rosbags.
+Written: `ros/serialization.cdr_payload` encodes any message object with CdrWriter;
+the objects kind's 120 Hz streams (many instances a frame) use the prepared writers
+below, which make the same bytes from numpy rows without building message objects
+(bench/bench_cdr.py on 2 loaded cores: a TFMessage of 40 transforms 26 000 a second
+against 1 900 built as message objects and encoded; a MarkerArray of 20 sphere lists
+32 000 against 930; 120 Hz at 10x real time is 1 200 a second of each). The bytes
+are the ones Fast DDS writes (encapsulation 00 01 00 00, primitives aligned to their
+size from the end of the encapsulation, no trailing bytes) with the padding zeroed,
+so a seed gives the same bag.
+
+Read: CdrReader, the few fixed fields the UMI kind checks on every message of its
+source MCAP (rclpy's deserialize_message ~10x slower on a PoseStamped).
+
+Nothing here imports ROS 2: the layouts are fixed by their .msg files.
 """
 from __future__ import annotations
 
@@ -132,23 +139,9 @@ def _head(buf: bytearray, t_ns: int, frame_id: bytes, ns: bytes, marker_id: int,
     buf += struct.pack('<iii', marker_id, kind, action)
 
 
-def sphere_list_cdr(w: CdrWriter, t_ns: int, frame_id: str, ns: str, marker_id: int,
-                    diameter: float, points: np.ndarray, colors: np.ndarray) -> None:
-    """One visualization_msgs/Marker SPHERE_LIST (ADD), identity pose, per-point colours."""
-    buf = w.buf
-    _head(buf, t_ns, frame_id.encode(), ns.encode(), marker_id, 7, 0)
-    _pad(buf, 8)
-    # pose, scale (f64); color (f32, white: the per-point colours are used); lifetime;
-    # frame_locked false
-    buf += struct.pack('<10d4fiIB', 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, diameter, diameter,
-                       diameter, 1.0, 1.0, 1.0, 1.0, 0, 0, 0)
-    w.struct_seq(points, '<f8', 8)
-    w.struct_seq(colors, '<f4', 4)
-    buf += _TAIL
-
-
 class SphereLists:
-    """sphere_list_cdr for many frames of the same markers, with their fixed bytes prepared.
+    """visualization_msgs/Marker SPHERE_LISTs (ADD, identity pose, per-point colours) for
+    many frames of the same markers, with their fixed bytes prepared.
 
     A Marker starts 4-aligned, so its fixed prefix (after the stamp, up to the points)
     comes in two layouts, for a start at 0 or 4 modulo 8; both are built once per id.
@@ -194,4 +187,64 @@ def delete_marker_cdr(w: CdrWriter, t_ns: int, frame_id: str, ns: str, marker_id
     buf += _TAIL
 
 
-__all__ = ['CdrWriter', 'SphereLists', 'delete_marker_cdr', 'sphere_list_cdr', 'tf_message_cdr']
+# -- reading ------------------------------------------------------------------------------
+def header_stamp(data: bytes) -> int:
+    """Header.stamp in ns of a message whose first field is a std_msgs/Header."""
+    # 4-byte encapsulation header (byte 1: 0 big-, 1 little-endian), then
+    # Header.stamp as int32 sec + uint32 nanosec: read without deserialising.
+    sec, nsec = struct.unpack_from('<iI' if data[1] & 1 else '>iI', data, 4)
+    return int(sec) * 1_000_000_000 + int(nsec)
+
+
+class CdrReader:
+    """Just enough CDR to read the fields an adapter checks on every message.
+
+    rclpy's deserialisation of every pose and frame pointer was half the time
+    of opening a UMI episode; these layouts are fixed by their .msg files.
+    """
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.end = '<' if data[1] & 1 else '>'
+        self.pos = 0  # relative to the end of the 4-byte encapsulation header
+
+    def _align(self, n: int) -> None:
+        self.pos += -self.pos % n
+
+    def u32(self) -> int:
+        self._align(4)
+        (v,) = struct.unpack_from(self.end + 'I', self.data, 4 + self.pos)
+        self.pos += 4
+        return int(v)
+
+    def string(self) -> str:
+        n = self.u32()
+        raw = self.data[4 + self.pos:4 + self.pos + n]
+        if len(raw) != n:
+            raise struct.error('string runs past the end of the message')
+        self.pos += n
+        return raw.rstrip(b'\0').decode('utf-8', 'replace')
+
+    def doubles(self, n: int) -> tuple[float, ...]:
+        self._align(8)
+        values = struct.unpack_from(self.end + 'd' * n, self.data, 4 + self.pos)
+        self.pos += 8 * n
+        return tuple(float(v) for v in values)
+
+    def pose_stamped(self) -> tuple[float, ...]:
+        """x, y, z, qx, qy, qz, qw of a geometry_msgs/PoseStamped."""
+        self.pos = 8  # header.stamp
+        self.string()  # header.frame_id
+        return self.doubles(7)
+
+    def diagnostic_status(self) -> tuple[str, dict[str, str]]:
+        """Return name and key -> value pairs of a diagnostic_msgs/DiagnosticStatus."""
+        self.pos = 1  # level (byte)
+        name = self.string()
+        self.string()  # message
+        self.string()  # hardware_id
+        return name, {self.string(): self.string() for _ in range(self.u32())}
+
+
+__all__ = ['CdrReader', 'CdrWriter', 'SphereLists', 'delete_marker_cdr', 'header_stamp',
+           'tf_message_cdr']
