@@ -51,10 +51,16 @@ def kinds_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     before = (list(kinds_package.__path__), os.environ.get(PATH_VARIABLE))
     env = pytest.MonkeyPatch()
     env.setenv(PATH_VARIABLE, str(folder))
+    # release_support.SMALL is the registry's small samples as its import found them (any
+    # release test module imports it first): ours goes in beside, as KINDS[NAME] does.
+    # A gap of that helper, not of react_ros: it could read KINDS at call time instead.
+    import release_support
     try:
         assert [k.name for k in add_kinds_path(folder)] == [NAME]
+        release_support.SMALL[NAME] = dict(KINDS[NAME].small_sample)
         yield folder
     finally:
+        release_support.SMALL.pop(NAME, None)
         env.undo()
         if NAME in KINDS:
             unregister(NAME)
@@ -219,7 +225,7 @@ def test_a_kind_folder_named_like_a_builtin_is_refused(sample: Path, tmp_path: P
     assert KINDS['umi'].folder == Path(kinds_package.__file__).parent / 'umi'
 
 
-def test_the_player_subprocess_finds_it_through_the_variable(sample: Path) -> None:
+def test_another_process_finds_it_through_the_variable_alone(sample: Path) -> None:
     run = _react_ros(Path(os.environ[PATH_VARIABLE]), 'info', str(sample))
     assert run.returncode == 0, run.stderr
     assert f'kind:      {NAME}' in run.stdout
@@ -267,6 +273,7 @@ def _one_row_lost(bag: Path) -> None:
 class TestThrowawayKind(KindContract):
     kind = NAME
     counts = {'/tf': SAMPLE_ROWS, '/throwaway/pose': SAMPLE_ROWS}
+    live_kwargs: ClassVar[dict[str, Any]] = {'throwaway_scale': 2.0}  # a node parameter too
 
     REFUSED: ClassVar[list[Refused]] = [
         Refused('wrong header', _rewrite(lambda ls: ls.__setitem__(0, 't,x,y,z,yaw')), CSV,
@@ -298,35 +305,3 @@ class TestThrowawayKind(KindContract):
     def source(cls, sample: Path) -> Path:
         return sample
 
-
-# INTERIM until KindContract runs the tables itself
-from bad_input_support import check_accepted, check_refused, ids  # noqa: E402
-
-
-@pytest.mark.parametrize('case', TestThrowawayKind.REFUSED, ids=ids(TestThrowawayKind.REFUSED))
-def test_interim_refused(case: Refused, sample: Path, tmp_path: Path,
-                         capfd: pytest.CaptureFixture[str]) -> None:
-    check_refused(case, sample, tmp_path, capfd)
-
-
-@pytest.mark.parametrize('case', TestThrowawayKind.ACCEPTED, ids=ids(TestThrowawayKind.ACCEPTED))
-def test_interim_accepted(case: Accepted, sample: Path, tmp_path: Path,
-                          capfd: pytest.CaptureFixture[str]) -> None:
-    check_accepted(case, sample, tmp_path, capfd)
-
-
-def test_interim_live(sample: Path, tmp_path: Path) -> None:
-    from live_support import Listener, play_through, spawn_player
-    listener = Listener('throwaway_listener')
-    try:
-        topics = {'/tf': 'tf2_msgs/msg/TFMessage', '/throwaway/pose': 'geometry_msgs/msg/PoseStamped'}
-        for t, ty in topics.items():
-            listener.subscribe(t, ty)
-        log = tmp_path / 'player.log'
-        player = spawn_player(sample, log, start_paused=True, throwaway_scale=2.0)
-        play_through(listener, player, log, topics)
-        assert len(listener.msgs['/tf']) == SAMPLE_ROWS
-        assert len(listener.msgs['/throwaway/pose']) == SAMPLE_ROWS
-        assert listener.msgs['/throwaway/pose'][0].pose.position.x == pytest.approx(2 * _csv_rows(sample)[0][1])
-    finally:
-        listener.close()
