@@ -1,0 +1,167 @@
+"""Refactoring changes no bag: every kind's sample, in every --images mode, converts to
+the bytes recorded in test/data/bag_digests.json.
+
+The digests were recorded from the code before a dataset became one folder (d669384);
+a change that means to alter what a bag holds records them again, in the same commit,
+and says why in CHANGELOG.md:
+
+    scripts/ros_env.sh python test/test_bags_unchanged.py --record
+
+Two digests per bag: `bytes`, the files as written (chunking, compression, index and
+all), and `content`, the MCAP records a reader sees (schemas, channels, messages,
+metadata) with the sample's own folder replaced. A bag that holds the sample's absolute
+path (mesh URLs) can only be compared by content, as its folder differs per run; so
+that a placeholder can stand in for that folder inside a message (whose strings carry
+their length), the sample's folder is padded to PATH_LENGTH characters.
+
+The samples themselves are recorded too. libx264 does not always give the same bytes
+for the same frames (about one UMI sample in 25 here differs in a few frames by a few
+grey levels, more on a loaded machine, with one encoder thread too): a sample that
+comes out otherwise is written again, a few times, before the test gives up.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent
+DIGESTS = ROOT / 'data' / 'bag_digests.json'
+SEED = 7
+PATH_LENGTH = 160
+SAMPLE_TRIES = 6
+# (name, convert arguments): every --images mode with the default compression, and
+# the other two compressions once, on raw images.
+MODES = [('raw', ()), ('jpeg', ('--images', 'jpeg')), ('png', ('--images', 'png')),
+         ('h264', ('--images', 'h264')), ('raw-none', ('--compression', 'none')),
+         ('raw-zstd', ('--compression', 'zstd'))]
+
+
+def _kinds() -> list[str]:
+    from react_ros.adapters import BUILTIN
+    return [k.name for k in BUILTIN]
+
+
+def _tree_digest(folder: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob('*') if p.is_file()):
+        digest.update(str(path.relative_to(folder)).encode() + b'\0' + path.read_bytes())
+    return digest.hexdigest()
+
+
+class Sample:
+    """A kind's small sample in a folder of PATH_LENGTH characters."""
+
+    def __init__(self, kind: str, out: Path, want: str | None = None) -> None:
+        from react_ros.adapters import KINDS
+        desc = KINDS[kind]
+        writer = desc.sample_writer()
+        assert writer is not None, kind
+        out.mkdir(parents=True, exist_ok=True)
+        pad = PATH_LENGTH - len(str(out.resolve() / kind)) - 1
+        assert pad >= 0, f'{out} is too long a folder for this test'
+        self.folder = out.resolve() / (kind + '_' + 'x' * pad)
+        for _ in range(SAMPLE_TRIES):
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.path = Path(writer(self.folder, seed=SEED, **desc.small_sample))
+            self.digest = _tree_digest(self.folder)
+            if want is None or self.digest == want:
+                break
+        self.episode = ['--episode', desc.demo_episode] if desc.demo_episode else []
+
+    def convert(self, mode: str, bag: Path) -> dict[str, Any]:
+        """Its exit status and the bag's digests."""
+        from react_ros import cli
+        status = cli.main(['convert', str(self.path), *self.episode, *dict(MODES)[mode],
+                           '-o', str(bag), '-q'])
+        if status != 0:  # --images on a kind without images: refused, and that is recorded
+            return {'status': status}
+        files = {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+                 for p in sorted(bag.iterdir())}
+        return {'status': 0, 'content': self._content_digest(bag),
+                'bytes': None if self._holds_folder(bag) else files}
+
+    def _records(self, bag: Path) -> Iterator[Any]:
+        from mcap.stream_reader import StreamReader
+        for mcap in sorted(bag.glob('*.mcap')):
+            with open(mcap, 'rb') as f:
+                yield from StreamReader(f, emit_chunks=False).records
+
+    def _content_digest(self, bag: Path) -> str:
+        from mcap.records import Attachment, Channel, Message, Metadata, Schema
+        folder, placeholder = str(self.folder).encode(), b'R' * len(str(self.folder))
+        digest = hashlib.sha256()
+        for record in self._records(bag):
+            if isinstance(record, (Schema, Channel, Message, Metadata, Attachment)):
+                digest.update(repr(record).encode().replace(folder, placeholder))
+        digest.update((bag / 'metadata.yaml').read_bytes().replace(folder, placeholder))
+        return digest.hexdigest()
+
+    def _holds_folder(self, bag: Path) -> bool:
+        from mcap.records import Message
+        folder = str(self.folder).encode()
+        return any(isinstance(r, Message) and folder in r.data for r in self._records(bag))
+
+
+@pytest.fixture(scope='module')
+def recorded() -> dict[str, Any]:
+    digests: dict[str, Any] = json.loads(DIGESTS.read_text())
+    return digests
+
+
+@pytest.fixture(scope='module')
+def samples(recorded: dict[str, Any],
+            tmp_path_factory: pytest.TempPathFactory) -> dict[str, Sample]:
+    out = tmp_path_factory.mktemp('samples')
+    return {kind: Sample(kind, out, recorded.get(kind, {}).get('sample')) for kind in _kinds()}
+
+
+def test_every_kind_has_digests(recorded: dict[str, Any]) -> None:
+    assert sorted(recorded) == sorted(_kinds()), 'record the digests: see the docstring'
+
+
+def test_the_samples_are_what_they_were(samples: dict[str, Sample],
+                                        recorded: dict[str, Any]) -> None:
+    changed = [k for k, s in samples.items() if s.digest != recorded[k]['sample']]
+    assert not changed, f'{changed}: another sample {SAMPLE_TRIES} times running'
+
+
+@pytest.mark.parametrize('mode', [m for m, _ in MODES])
+@pytest.mark.parametrize('kind', _kinds())
+def test_the_bag_is_what_it_was(kind: str, mode: str, samples: dict[str, Sample],
+                                recorded: dict[str, Any], tmp_path: Path,
+                                capfd: pytest.CaptureFixture[str]) -> None:
+    want = recorded[kind][mode]
+    if samples[kind].digest != recorded[kind]['sample']:
+        pytest.fail('the sample differs (test_the_samples_are_what_they_were)')
+    got = samples[kind].convert(mode, tmp_path / f'{kind}-{mode}')  # as recorded: names the files
+    capfd.readouterr()
+    assert got['status'] == want['status']
+    if want['status'] == 0:
+        assert got['content'] == want['content'], 'the messages changed'
+        assert got['bytes'] == want['bytes'], 'the files changed (same messages)'
+
+
+def _record(out: Path) -> None:
+    import tempfile
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for kind in _kinds():
+            sample = Sample(kind, Path(tmp) / 'samples')
+            results[kind] = {'sample': sample.digest}
+            for mode, _ in MODES:
+                results[kind][mode] = sample.convert(mode, Path(tmp) / f'{kind}-{mode}')
+                print(kind, mode, results[kind][mode]['status'], file=sys.stderr)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=1, sort_keys=True) + '\n')
+
+
+if __name__ == '__main__':
+    if sys.argv[1:] != ['--record']:
+        sys.exit('usage: python test/test_bags_unchanged.py --record')
+    _record(DIGESTS)
