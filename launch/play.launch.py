@@ -4,7 +4,7 @@
         [loop:=false] [start_paused:=false] [image_scale:=1.0] [images:=h264] [rviz:=true]
     ros2 launch react_ros play.launch.py episode:=RELEASE episode_id:=2026-05-10/episode_000
         [segment:=K] [skip_bad:=true] [tactile_latency:=15] [gel_axis:=dual_ball] [rviz:=true]
-    ros2 launch react_ros play.launch.py --show-args    # every kind's options
+    ros2 launch react_ros play.launch.py --show-args    # every argument, the player's and each kind's
 
 The episode is opened here (an OpaqueFunction) to read its URDF, which becomes
 robot_state_publisher's robot_description parameter; the real
@@ -26,8 +26,9 @@ from launch_ros.parameter_descriptions import ParameterValue
 
 from react_ros.launch_args import episode_and_parameters, launch_arguments
 
-# The shared arguments and every dataset kind's own options, from the registry
-# (react_ros/launch_args.py): a new kind's options appear here with no edit.
+# The shared arguments, the player's options (react_ros/play_options.py) and every
+# dataset kind's own options, from the registry (react_ros/launch_args.py): a new
+# option or kind appears here with no edit.
 ARGUMENTS = launch_arguments()
 
 
@@ -67,6 +68,7 @@ def _rviz(kind) -> list:
 def _actions(context, *args, **kwargs):
     values = {name: LaunchConfiguration(name).perform(context) for name in ARGUMENTS}
     episode, kind, params = episode_and_parameters(values)
+    publishes_robot_state = params['publish_robot_state']
     # Strings as strings: launch would otherwise read '2026-05-10/...' as YAML.
     params = {k: ParameterValue(v, value_type=str) if isinstance(v, str) else v
               for k, v in params.items()}
@@ -78,7 +80,10 @@ def _actions(context, *args, **kwargs):
                RegisterEventHandler(OnProcessExit(
                    target_action=player,
                    on_exit=[Shutdown(reason='the player ended')]))]
-    if episode.urdf:
+    if episode.urdf and publishes_robot_state:
+        actions.append(LogInfo(msg='publish_robot_state:=true: the player publishes the robot '
+                               'state, no robot_state_publisher'))
+    elif episode.urdf:
         actions.append(_state_publisher(episode.urdf))
     else:
         actions.append(LogInfo(msg=f'{episode.path}: no URDF, no robot_state_publisher'))

@@ -16,7 +16,8 @@ from typing import NoReturn, Sequence
 from react_ros.adapters import KINDS, EpisodeOptions, kind_options, open_episode, resolve_kind
 from react_ros.adapters.base import DatasetKind
 from react_ros.errors import ReactRosError, interrupt_behind
-from react_ros.options import KindOptions, Option
+from react_ros.options import KindOptions, Option, own_values
+from react_ros.play_options import BY_NAME, H264_HELP, PLAY_OPTIONS
 from react_ros.ros.isolation import RANGE_VAR, announce, keep_discovery_local
 
 EXIT_BAD_INPUT = 2
@@ -52,25 +53,12 @@ def _bag_args(p: argparse.ArgumentParser) -> None:
                    help='raw: sensor_msgs/Image; jpeg, png: sensor_msgs/CompressedImage as '
                         'image_transport publishes it (labels and ids always lossless; depth: '
                         'lossless TIFF with png, compressedDepth with jpeg); h264: '
-                        + _H264_HELP)
-    _no_reencode_arg(p)
+                        + H264_HELP)
+    _add_option(p, BY_NAME['no_reencode'])
     p.add_argument('--jpeg-quality', type=_jpeg_quality, default=95, metavar='Q',
                    help='1-100 (default 95)')
     p.add_argument('--compression', choices=COMPRESSIONS, default=DEFAULT_COMPRESSION,
                    help=f'MCAP chunk compression (default {DEFAULT_COMPRESSION})')
-
-
-_H264_HELP = ('each camera video as foxglove_msgs/CompressedVideo on '
-              '<camera>/image_raw/compressed_video (Foxglove\'s Image panel shows it): the '
-              'recorded packets, or re-encoded without B-frames where they cannot pass; other '
-              'images stay sensor_msgs/Image')
-
-
-def _no_reencode_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument('--no-reencode', action='store_true',
-                   help='with --images h264: refuse (exit 2) a video that would have to be '
-                        're-encoded (B-frames, --image-scale, a partial or unordered run of '
-                        'frames) instead of re-encoding it')
 
 
 def _jpeg_quality(text: str) -> int:
@@ -80,21 +68,30 @@ def _jpeg_quality(text: str) -> int:
     return value
 
 
-def _remap(text: str) -> tuple[str, str]:
-    src, sep, dst = text.partition(':=')
-    if not sep or not src or not dst:
-        raise argparse.ArgumentTypeError(f'expected FROM:=TO, got {text!r}')
-    return src, dst
-
-
 def _option_type(opt: Option):
     def parse(text: str) -> object:
-        try:
-            return opt.coerce(text)
+        try:  # a list option's words arrive one by one
+            return opt.coerce((text,))[0] if opt.type is tuple else opt.coerce(text)
         except ReactRosError as err:
             raise argparse.ArgumentTypeError(str(err).removeprefix(f'{opt.flag}: ')) from None
-    parse.__name__ = opt.type.__name__  # argparse names the type in its messages
+    parse.__name__ = 'str' if opt.type is tuple else opt.type.__name__  # named in messages
     return parse
+
+
+def _add_option(p: argparse.ArgumentParser | argparse._ArgumentGroup, opt: Option) -> None:
+    """One declared option (a kind's or the player's) as a flag."""
+    flags = (opt.short, opt.flag) if opt.short else (opt.flag,)
+    if opt.type is bool:
+        action = argparse.BooleanOptionalAction if opt.default else 'store_true'
+        p.add_argument(*flags, dest=opt.name, action=action, default=opt.default, help=opt.help)
+        return
+    shape: dict[str, object] = {}
+    if opt.type is tuple:
+        shape['nargs'] = '+'
+    elif opt.const is not None:  # the flag alone means `const`
+        shape.update(nargs='?', const=opt.const)
+    p.add_argument(*flags, dest=opt.name, type=_option_type(opt), default=opt.default,
+                   choices=opt.choices, metavar=opt.metavar, help=opt.help, **shape)
 
 
 def _kind_option_args(p: argparse.ArgumentParser, skip: frozenset[str] = frozenset()) -> None:
@@ -105,55 +102,30 @@ def _kind_option_args(p: argparse.ArgumentParser, skip: frozenset[str] = frozens
             continue
         if kind.name not in groups:
             groups[kind.name] = p.add_argument_group(f'{kind.name} options ({kind.title})')
-        group = groups[kind.name]
-        if opt.type is bool:
-            action = argparse.BooleanOptionalAction if opt.default else 'store_true'
-            group.add_argument(opt.flag, dest=opt.name, action=action, default=opt.default,
-                               help=opt.help)
-        else:
-            group.add_argument(opt.flag, dest=opt.name, type=_option_type(opt),
-                               default=opt.default, choices=opt.choices, metavar=opt.metavar,
-                               help=opt.help)
+        _add_option(groups[kind.name], opt)
 
 
-def _episode_args(p: argparse.ArgumentParser) -> None:
+def _episode_args(p: argparse.ArgumentParser, image_scale: bool = True) -> None:
+    """Which episode, and how it becomes messages (`play` adds --image-scale with the
+    player's options)."""
     p.add_argument('episode', type=Path, help='episode folder or file')
     p.add_argument('--kind', choices=list(KINDS), help='dataset kind (detected from the layout)')
     p.add_argument('--episode', dest='episode_id', metavar='ID',
                    help='episode inside a release that holds many')
-    p.add_argument('--image-scale', type=_positive, default=1.0, metavar='F',
-                   help='scale images (and K, P of camera_info) by F')
+    if image_scale:
+        _add_option(p, BY_NAME['image_scale'])
     _kind_option_args(p)
 
 
 def _play_args(p: argparse.ArgumentParser) -> None:
-    from react_ros.sinks.live import DROP_LATE_S
-    p.add_argument('-r', '--rate', type=_positive, default=1.0)
-    p.add_argument('-l', '--loop', action='store_true')
-    p.add_argument('--start-offset', type=_non_negative, default=0.0, metavar='S')
-    p.add_argument('--playback-duration', type=_positive, default=None, metavar='S')
-    p.add_argument('--start-paused', action='store_true')
-    p.add_argument('--clock', type=_non_negative, nargs='?', const=100.0, default=100.0,
-                   metavar='HZ', help='/clock rate (default 100 Hz; 0 turns it off)')
-    p.add_argument('--topics', nargs='+', metavar='T', help='only these data topics')
-    p.add_argument('--exclude', nargs='+', default=[], metavar='T')
-    p.add_argument('--remap', type=_remap, nargs='+', default=[], metavar='FROM:=TO')
+    """The player's options (play_options.py), then what only the CLI has."""
+    group = p.add_argument_group('playing')
+    for opt in PLAY_OPTIONS:
+        _add_option(group, opt)
     p.add_argument('--node-name', default='react_ros_player')
-    p.add_argument('--wait-for-subscribers', type=_non_negative, default=2.0, metavar='S',
-                   help='before playing, wait at most S s for DDS discovery to match the '
-                        'subscribers already running (default 2; 0 turns it off)')
     p.add_argument('--no-state-publisher', action='store_true',
                    help='do not start react_ros\'s robot_state_publisher (one runs already)')
-    p.add_argument('--drop-late', type=_non_negative, nargs='?', const=DROP_LATE_S, default=None,
-                   metavar='S', help='keep real time: drop an image later than S s (default '
-                   f'{DROP_LATE_S:g}) or whose readers lag a window behind, counted and '
-                   'reported; without it nothing is dropped and playback slows down to what '
-                   'reliable subscribers take')
-    p.add_argument('--images', choices=('raw', 'h264'), default='raw',
-                   help='raw: sensor_msgs/Image (default); h264: ' + _H264_HELP)
-    _no_reencode_arg(p)
     _foxglove_args(p)
-    p.add_argument('-q', '--quiet', action='store_true')
 
 
 def _foxglove_args(p: argparse.ArgumentParser) -> None:
@@ -187,7 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     _episode_args(p)
 
     p = sub.add_parser('play', help='publish an episode on ROS 2 topics with /clock')
-    _episode_args(p)
+    _episode_args(p, image_scale=False)
     _play_args(p)
 
     p = sub.add_parser('convert', help='write a rosbag2 MCAP bag')
@@ -196,8 +168,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('-o', '--output', required=True, metavar='OUTDIR')
     p.add_argument('--overwrite', action='store_true',
                    help='replace OUTDIR if it is a bag react_ros wrote (nothing else)')
-    p.add_argument('--topics', nargs='+', metavar='T')
-    p.add_argument('--exclude', nargs='+', default=[], metavar='T')
+    _add_option(p, BY_NAME['topics'])
+    _add_option(p, BY_NAME['exclude'])
     _bag_args(p)
     p.add_argument('-q', '--quiet', action='store_true')
     p.add_argument('--progress', action='store_true',
@@ -207,8 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('root', type=Path, help='the release folder')
     p.add_argument('-o', '--output', required=True, metavar='OUTDIR')
     p.add_argument('--kind', choices=list(KINDS), help='dataset kind (detected from the layout)')
-    p.add_argument('--image-scale', type=_positive, default=1.0, metavar='F',
-                   help='scale images (and K, P of camera_info) by F')
+    _add_option(p, BY_NAME['image_scale'])
     # convert-all's --verify covers TrueTrace's (checking MANIFEST.sha256): one flag, one meaning.
     _kind_option_args(p, skip=frozenset({'verify'}))
     _bag_args(p)
@@ -271,13 +242,12 @@ def _own_options(kind: DatasetKind, args: argparse.Namespace) -> KindOptions:
 def _kind_values(kind: DatasetKind | None, args: argparse.Namespace,
                  what: str) -> dict[str, object]:
     """The flags the user set for `kind`'s own options (all of them for None: not known yet)."""
-    if kind is not None:
-        for other, opt in kind_options():
-            if other is not kind and getattr(args, opt.name, opt.default) != opt.default:
-                raise ReactRosError(f'{opt.flag} is an option of {other.name} episodes; {what}')
-    return {opt.name: getattr(args, opt.name) for k, opt in kind_options()
-            if hasattr(args, opt.name)
-            and ((kind is None and getattr(args, opt.name) != opt.default) or k is kind)}
+    if kind is None:
+        return {opt.name: getattr(args, opt.name) for _, opt in kind_options()
+                if getattr(args, opt.name, opt.default) != opt.default}
+    own = own_values(kind, lambda opt: getattr(args, opt.name, opt.default),
+                     lambda opt: opt.flag, what)
+    return {name: value for name, value in own.items() if hasattr(args, name)}
 
 
 def _open(args: argparse.Namespace, warn: bool = True):
@@ -459,7 +429,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         write_sample(args.kind, episode, seed=0, duration=DEMO_SECONDS, resolution=size)
     else:
         print(f'react-ros demo: reusing {episode}', file=sys.stderr)
-    options = EpisodeOptions(episode=kind.demo_episode)
+    options = EpisodeOptions(episode=kind.demo_episode, image_scale=args.image_scale)
     return _play(lambda: open_episode(episode, args.kind, options), args, show_rates=True)
 
 

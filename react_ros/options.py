@@ -9,8 +9,13 @@ Python values (CLI, tests), as ROS parameter values of any type (`-p x:=2` is
 an integer even for a float option) or as launch strings; `Option.coerce`
 turns each into the declared type or says what is wrong.
 
-Supported types: bool, int, float, str, and `int | None` etc. (None = unset,
-spelled '' in a launch argument and left undeclared-valued as a parameter).
+Supported types: bool, int, float, str, tuple[str, ...] (a list of words:
+repeated on the command line, a string array or one comma-separated string as
+a parameter or launch argument), and `int | None` etc. (None = unset, spelled
+'' in a launch argument and left undeclared-valued as a parameter, or spelled
+as the option's `unset` number there, which any negative value also means).
+
+The player's options (react_ros/play_options.py) are declared the same way.
 """
 from __future__ import annotations
 
@@ -33,18 +38,32 @@ class _Spec:
     metavar: str | None
     choices: tuple[str, ...] | None
     check: Callable[[Any], str | None] | None
+    short: str | None
+    const: Any
+    unset: float | None
 
 
 def option(default: Any, help: str, *, metavar: str | None = None,
            choices: Sequence[str] | None = None,
-           check: Callable[[Any], str | None] | None = None) -> Any:
-    """A field of a kind's options. `check(value)` returns why a value is wrong, or None."""
+           check: Callable[[Any], str | None] | None = None, short: str | None = None,
+           const: Any = None, unset: float | None = None) -> Any:
+    """A field of a kind's (or the player's) options.
+
+    `check(value)` returns why a value is wrong, or None. `short` is the CLI
+    flag's one-letter alias ('-r'); `const` is what the flag alone means (it
+    then takes its value optionally, `--clock` = `--clock 100`); `unset` spells
+    None where a surface needs a number (-1.0: ROS parameters had -1 = off).
+    """
     return dataclasses.field(default=default, metadata={_SPEC: _Spec(
-        help, metavar, tuple(choices) if choices else None, check)})
+        help, metavar, tuple(choices) if choices else None, check, short, const, unset)})
 
 
 def at_least(low: float) -> Callable[[Any], str | None]:
-    return lambda v: None if v is None or v >= low else f'must be >= {low:g}, got {v}'
+    return lambda v: None if v is None or v >= low else f'must be >= {low:g}, got {v:g}'
+
+
+def above(low: float) -> Callable[[Any], str | None]:
+    return lambda v: None if v is None or v > low else f'must be > {low:g}, got {v:g}'
 
 
 @dataclass(frozen=True)
@@ -52,17 +71,45 @@ class Option:
     """One declared option, as every entry point needs it."""
 
     name: str  # the field, the ROS parameter and the launch argument
-    type: type  # bool, int, float or str
+    type: type  # bool, int, float, str or tuple (of str)
     optional: bool  # None allowed (means "not set")
     default: Any
     help: str
     metavar: str | None
     choices: tuple[str, ...] | None
     check: Callable[[Any], str | None] | None
+    short: str | None = None
+    const: Any = None
+    unset: float | None = None
 
     @property
     def flag(self) -> str:
         return '--' + self.name.replace('_', '-')
+
+    @property
+    def expected(self) -> str:
+        """What a value must be, for a refusal: 'a number', 'raw or h264'."""
+        if self.choices is not None:
+            return ' or '.join(self.choices)
+        return self._expected()
+
+    def read(self, value: Any) -> Any:
+        """A ROS parameter's or launch argument's `value` as the declared type.
+
+        Only the type (and the choices) are checked: ranges are the player's to
+        refuse, for every caller alike. '' and, with `unset`, any negative
+        number mean None. Raises ValueError.
+        """
+        if value is None or (value == '' and self.optional):
+            if self.optional:
+                return None
+            raise ValueError(value)
+        out = self._convert(value)
+        if self.unset is not None and out < 0:
+            return None
+        if self.choices is not None and out not in self.choices:
+            raise ValueError(value)
+        return out
 
     def coerce(self, value: Any, source: str | None = None) -> Any:
         """`value` (Python, ROS parameter or launch text) as the declared type."""
@@ -85,12 +132,23 @@ class Option:
     def text(self, value: Any) -> str:
         """`value` as a launch argument spells it."""
         if value is None:
-            return ''
+            return '' if self.unset is None else str(self.unset)
         if isinstance(value, bool):
             return 'true' if value else 'false'
+        if isinstance(value, tuple):
+            return ','.join(value)
         return str(value)
 
+    def parameter(self, value: Any) -> Any:
+        """`value` as a ROS parameter holds it (None: declared without a value)."""
+        if value is None:
+            return '' if self.type is tuple else self.unset
+        return ','.join(value) if isinstance(value, tuple) else value
+
     def _convert(self, value: Any) -> Any:
+        if self.type is tuple:  # words: one string with commas or spaces, or a list
+            items = value.replace(',', ' ').split() if isinstance(value, str) else value
+            return tuple(str(v) for v in items if str(v))
         if self.type is bool:
             if isinstance(value, bool):
                 return value
@@ -117,7 +175,8 @@ class Option:
         return self.check(value) if self.check is not None else None
 
     def _expected(self) -> str:
-        names = {bool: 'true or false', int: 'an integer', float: 'a number', str: 'a string'}
+        names = {bool: 'true or false', int: 'an integer', float: 'a number', str: 'a string',
+                 tuple: 'words'}
         return names[self.type] + (' (or empty for none)' if self.optional else '')
 
 
@@ -152,28 +211,49 @@ class NoOptions(KindOptions):
     """A kind with no options of its own."""
 
 
+def own_values(kind: Any, given: Callable[[Option], Any], source: Callable[[Option], str],
+               what: str) -> dict[str, Any]:
+    """`kind`'s own options from what an entry point was given (a flag, a parameter, a
+    launch argument: `given(opt)`, raw or typed); another kind's option set to anything
+    but its default is refused, in the same words from every entry point."""
+    from react_ros.adapters import kind_options  # the registry imports this module
+    own = {}
+    for other, opt in kind_options():
+        value = opt.coerce(given(opt), source(opt))
+        if other is kind:
+            own[opt.name] = value
+        elif value != opt.default:
+            raise ReactRosError(f'{source(opt)} is an option of {other.name} episodes; {what}')
+    return own
+
+
 def options_of(cls: type) -> tuple[Option, ...]:
     hints = typing.get_type_hints(cls)
     out = []
     for f in dataclasses.fields(cls):
         spec = f.metadata.get(_SPEC)
         if spec is None:
-            raise TypeError(f'{cls.__name__}.{f.name}: declare kind options with option()')
+            raise TypeError(f'{cls.__name__}.{f.name}: declare options with option()')
         base, optional = _unwrap(hints[f.name])
         out.append(Option(f.name, base, optional, f.default, spec.help, spec.metavar,
-                          spec.choices, spec.check))
+                          spec.choices, spec.check, spec.short, spec.const, spec.unset))
     return tuple(out)
 
 
 def _unwrap(hint: Any) -> tuple[type, bool]:
+    if hint == tuple[str, ...]:
+        return tuple, False
     args = typing.get_args(hint)
     if typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in args:
         rest = [a for a in args if a is not type(None)]
         if len(rest) == 1 and rest[0] in (bool, int, float, str):
             return rest[0], True
+        if len(rest) == 1 and rest[0] == tuple[str, ...]:
+            return tuple, True
     elif hint in (bool, int, float, str):
         return hint, False
     raise TypeError(f'unsupported option type {hint!r}')
 
 
-__all__ = ['KindOptions', 'NoOptions', 'Option', 'at_least', 'option', 'options_of']
+__all__ = ['KindOptions', 'NoOptions', 'Option', 'above', 'at_least', 'option', 'options_of',
+           'own_values']

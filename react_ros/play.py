@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Callable, Iterator
 
 import rclpy
@@ -16,22 +17,21 @@ from rclpy.context import Context
 from rclpy.signals import SignalHandlerOptions
 
 from react_ros.adapters.base import Episode
+from react_ros.play_options import PlayOptions
 from react_ros.progress import Progress
 from react_ros.ros.isolation import announce
 from react_ros.ros.state_publisher import start_state_publisher
 from react_ros.sinks.compressed_video import episode_with_images
-from react_ros.sinks.live import PlaybackStats, Player, PlayOptions, check_playable, player_node
+from react_ros.sinks.live import PlaybackStats, Player, check_playable, player_node
+from react_ros.sinks.live import PlayOptions as PlayerSettings
 from react_ros.sinks.tuning import freeze_heap, tune_for_playback
 
 
-def play_options(args: argparse.Namespace, on_stats=None) -> PlayOptions:
-    return PlayOptions(rate=args.rate, loop=args.loop, start_offset_s=args.start_offset,
-                       playback_duration_s=args.playback_duration,
-                       start_paused=args.start_paused, clock_hz=args.clock,
-                       topics=args.topics, exclude=args.exclude, remap=dict(args.remap),
-                       node_name=args.node_name, quiet=args.quiet or on_stats is not None,
-                       on_stats=on_stats, wait_for_subscribers_s=args.wait_for_subscribers,
-                       drop_late_s=args.drop_late)
+def play_options(args: argparse.Namespace, on_stats=None) -> PlayerSettings:
+    options = PlayOptions.from_args(args)
+    if on_stats is not None:  # the rate table takes the progress line's place
+        options = replace(options, quiet=True)
+    return options.for_player(node_name=args.node_name, on_stats=on_stats)
 
 
 class RateTable:
@@ -87,7 +87,8 @@ def play_episode(episode: Episode | Callable[[], Episode], args: argparse.Namesp
             episode = episode()
         episode = episode_with_images(episode, args.images, reencode=not args.no_reencode)
         check_playable(episode, options)  # before the state publisher publishes anything
-        if episode.urdf and not args.no_state_publisher:
+        # (--publish-robot-state: the player publishes the robot itself)
+        if episode.urdf and not (args.no_state_publisher or options.publish_robot_state):
             rsp = start_state_publisher(episode.urdf, source=episode.path,
                                         env=state_publisher_env)
         player = Player(episode, options, node=node, since=since)

@@ -1,0 +1,124 @@
+"""The player's options, declared once: `react-ros play`'s flags, the player node's
+parameters and play.launch.py's arguments are all made from `PlayOptions`.
+
+A field's name is the node parameter and the launch argument, and `--name-with-dashes`
+the flag (react_ros/options.py: `option()`). What belongs to one entry point only
+stays there: which episode (the path, --kind, --episode / episode_id), the CLI's
+--node-name, --no-state-publisher and --foxglove, the launch file's rviz.
+
+No ROS import here: the CLI builds its parser without rclpy.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from react_ros.errors import ReactRosError
+from react_ros.options import Option, above, at_least, option, options_of
+
+if TYPE_CHECKING:
+    from react_ros.sinks import live
+
+IMAGE_MODES = ('raw', 'h264')
+# the real-time slack of `--drop-late` alone
+DROP_LATE_S = 0.05
+H264_HELP = ('each camera video as foxglove_msgs/CompressedVideo on '
+             '<camera>/image_raw/compressed_video (Foxglove\'s Image panel shows it): the '
+             'recorded packets, or re-encoded without B-frames where they cannot pass; other '
+             'images stay sensor_msgs/Image')
+
+
+def _remap_rules(rules: tuple[str, ...] | None) -> str | None:
+    for rule in rules or ():
+        src, sep, dst = rule.partition(':=')
+        if not sep or not src or not dst:
+            return f'expected FROM:=TO, got {rule!r}'
+    return None
+
+
+@dataclass(frozen=True)
+class PlayOptions:
+    rate: float = option(1.0, 'playback rate, a factor of the recorded speed (default 1)',
+                         short='-r', metavar='X', check=above(0))
+    loop: bool = option(False, 'play again from the start at the end', short='-l')
+    start_offset: float = option(0.0, 'start this many seconds into the episode (default 0; '
+                                 'at or past its end is refused)', metavar='S',
+                                 check=at_least(0))
+    playback_duration: float | None = option(
+        None, 'play this many seconds of the episode per pass (default: to the end; as a '
+        'parameter or launch argument -1, and any negative, means that)', metavar='S',
+        check=above(0), unset=-1.0)
+    start_paused: bool = option(False, 'start paused (resume with the ~/resume service or '
+                                'the space bar)')
+    clock: float = option(100.0, '/clock rate in Hz (default 100 Hz; 0 turns it off)',
+                          metavar='HZ', check=at_least(0), const=100.0)
+    topics: tuple[str, ...] | None = option(None, 'only these data topics (default: all)',
+                                            metavar='T')
+    exclude: tuple[str, ...] = option((), 'not these data topics', metavar='T')
+    remap: tuple[str, ...] = option((), 'publish topic FROM as TO', metavar='FROM:=TO',
+                                    check=_remap_rules)
+    image_scale: float = option(1.0, 'scale images (and K, P of camera_info) by F (default 1)',
+                                metavar='F', check=above(0))
+    delay: float = option(0.0, 'wait this many seconds before playing (default 0)',
+                          metavar='S', check=at_least(0))
+    publish_robot_state: bool = option(False, 'publish /robot_description and the joints\' '
+                                       'TF from the player itself, instead of a '
+                                       'robot_state_publisher')
+    wait_for_subscribers: float = option(
+        2.0, 'before playing, wait at most S s for DDS discovery to match the subscribers '
+        'already running (default 2; 0 turns it off)', metavar='S', check=at_least(0))
+    drop_late: float | None = option(
+        None, f'keep real time: drop an image later than S s (alone: {DROP_LATE_S:g}) or '
+        'whose readers lag a window behind, counted and reported; by default nothing is '
+        'dropped and playback slows down to what reliable subscribers take',
+        metavar='S', check=at_least(0), const=DROP_LATE_S, unset=-1.0)
+    images: str = option('raw', 'raw: sensor_msgs/Image (default); h264: ' + H264_HELP,
+                         choices=IMAGE_MODES)
+    no_reencode: bool = option(False, 'with images h264: refuse (exit 2) a video that would '
+                               'have to be re-encoded (B-frames, an image scale, a partial '
+                               'or unordered run of frames) instead of re-encoding it')
+    quiet: bool = option(False, 'no progress line', short='-q')
+
+    @classmethod
+    def read(cls, raw: Mapping[str, Any], refusal: Callable[[Option, Any], str]) -> PlayOptions:
+        """From node parameters or launch arguments by name (what is missing keeps its
+        default); `refusal(option, value)` words a value of the wrong type."""
+        values = {}
+        for opt in PLAY_OPTIONS:
+            if opt.name in raw:
+                try:
+                    values[opt.name] = opt.read(raw[opt.name])
+                except (TypeError, ValueError):
+                    raise ReactRosError(refusal(opt, raw[opt.name])) from None
+        return cls(**values)
+
+    @classmethod
+    def from_args(cls, args: Any) -> PlayOptions:
+        """From parsed CLI flags (argparse checked them; lists become tuples)."""
+        return cls(**{opt.name: tuple(v) if isinstance(v := getattr(args, opt.name), list)
+                      else v for opt in PLAY_OPTIONS})
+
+    def for_player(self, **runtime: Any) -> live.PlayOptions:
+        """The live player's settings (sinks/live.py names them with their units), plus
+        what the entry point decides itself (`runtime`: node_name, keyboard, on_stats)."""
+        from react_ros.sinks.live import PlayOptions as PlayerSettings
+        remap = {}
+        for rule in self.remap:  # the CLI checked them already; parameters were not
+            src, sep, dst = rule.partition(':=')
+            if not sep:
+                raise ReactRosError(f'remap rule {rule!r} is not FROM:=TO')
+            remap[src] = dst
+        return PlayerSettings(
+            rate=self.rate, loop=self.loop, start_offset_s=self.start_offset,
+            playback_duration_s=self.playback_duration, start_paused=self.start_paused,
+            clock_hz=self.clock, topics=self.topics or None, exclude=self.exclude,
+            remap=remap, quiet=self.quiet, delay_s=self.delay,
+            publish_robot_state=self.publish_robot_state,
+            wait_for_subscribers_s=self.wait_for_subscribers, drop_late_s=self.drop_late,
+            **runtime)
+
+
+PLAY_OPTIONS: tuple[Option, ...] = options_of(PlayOptions)
+BY_NAME: dict[str, Option] = {opt.name: opt for opt in PLAY_OPTIONS}
+
+__all__ = ['BY_NAME', 'DROP_LATE_S', 'H264_HELP', 'IMAGE_MODES', 'PLAY_OPTIONS', 'PlayOptions']
