@@ -11,12 +11,20 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Any, Callable
 
 import pytest
 
 from react_ros.ros.isolation import RANGE_VAR, hold_domain, keep_discovery_local
+
+# Each kind's tests and helpers live in test/kinds/<kind>/ (test/kinds/README.md). Their
+# helper modules (<kind>_support) are imported by bare name by shared tests too, so
+# every such folder is on the path before any test module is imported.
+for _folder in sorted((Path(__file__).parent / 'kinds').iterdir()):
+    if _folder.is_dir() and str(_folder) not in sys.path:
+        sys.path.append(str(_folder))
 
 UMI_SECONDS = 2.0
 UMI_SIZE = (320, 200)

@@ -166,26 +166,21 @@ class KindContract:
         the episode gets each one, and as many messages as the streams that count them say."""
         if self.no_live:
             pytest.skip(self.no_live)
-        from live_support import Listener, play_through, spawn_player
+        from live_support import receive_a_play, spawn_player
         episode = open_episode(live_source, self.kind, EpisodeOptions(episode=self.episode_id))
         streams = {s.topic: s for s in episode.streams}  # a topic's streams share its type
         counted = _counted_topics(episode)
-        log = tmp_path / 'player.log'
         # the player publishes the robot-state streams too, so every stream has its topic
         params = {'publish_robot_state': True, **self.live_kwargs}
         if self.episode_id is not None:
             params.setdefault('episode_id', self.episode_id)
-        listener = Listener(f'{self.kind}_contract_listener')
-        try:
-            for topic, stream in streams.items():
-                if topic != '/tf_static':  # play_through joins it late, as a latecomer would
-                    listener.subscribe(topic, stream.msg_type,
-                                       _latched_reader() if stream.latched else None)
-            player = spawn_player(live_source, log, start_paused=True, **params)
-            play_through(listener, player, log, [t for t in streams if t != '/tf_static'])
-            got = {topic: list(listener.msgs[topic]) for topic in streams}
-        finally:
-            listener.close()
+        log = tmp_path / 'player.log'
+        got = receive_a_play(  # /tf_static: joined late, as a latecomer would
+            f'{self.kind}_contract_listener',
+            {t: s.msg_type for t, s in streams.items() if t != '/tf_static'}, log,
+            lambda log: spawn_player(live_source, log, start_paused=True, **params),
+            # a latched topic's messages may come before this reader matches: keep them
+            {t: _latched_reader() for t, s in streams.items() if s.latched})
         for topic, stream in streams.items():
             assert got[topic], f'nothing arrived on {topic}; player log:\n{log.read_text()}'
             if stream.latched:

@@ -150,3 +150,21 @@ def play_through(listener: 'Listener', player: subprocess.Popen[bytes], log: Pat
         listener.spin_for(0.5)
     finally:
         assert stop(player) == 0, log.read_text()
+
+
+def receive_a_play(name: str, topics: dict[str, str], log: Path,
+                   start: Callable[[Path], subprocess.Popen[bytes]],
+                   profiles: dict[str, QoSProfile] | None = None) -> dict[str, list[Any]]:
+    """What a subscriber on `topics` ({topic: type}, and /tf_static joined late) receives
+    from a paused player that `start(log)` spawns, played to its end; by topic.
+
+    `profiles`: a reader QoS for some topics (default: reliable, volatile, deep).
+    """
+    listener = Listener(name)
+    try:
+        for topic, msg_type in topics.items():
+            listener.subscribe(topic, msg_type, (profiles or {}).get(topic))
+        play_through(listener, start(log), log, topics)
+        return defaultdict(list, {topic: list(msgs) for topic, msgs in listener.msgs.items()})
+    finally:
+        listener.close()

@@ -1,7 +1,10 @@
-"""Bad mocap object input, whatever its shape: one line naming the file, nothing written.
+"""Mocap object sessions against the contract every kind meets (kind_contract.py), with
+their bad inputs.
 
-The promise and how it is checked: bad_input_support.py. The input is the sample's release
-root (one session, so no --episode is needed; the meshes are under it).
+Bad mocap object input, whatever its shape: one line naming the file, nothing written.
+The promise and how it is checked: bad_input_support.py; the contract runs the tables
+(REFUSED, ACCEPTED) below. Their input is the sample's release root (one session, so no
+--episode is needed; the meshes are under it).
 """
 from __future__ import annotations
 
@@ -10,7 +13,8 @@ from typing import Any, Callable
 
 import numpy as np
 import pytest
-from bad_input_support import Accepted, Refused, check_accepted, check_refused, ids
+from bad_input_support import Accepted, Refused
+from kind_contract import KindContract
 
 from react_ros import cli
 from react_ros.kinds.objects.sample import SESSION, write_objects_sample
@@ -201,40 +205,40 @@ ACCEPTED = [
 ]
 
 
-@pytest.fixture(scope='module')
-def release(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_objects_sample(tmp_path_factory.mktemp('objects') / 'release')
+class TestObjectsKind(KindContract):
+    kind = 'objects'
+    # 360 frames at 120 Hz; markers: the first frame, 4 validity edges, refreshes at 1 s, 2 s.
+    counts = {'/tf': 360, '/tf_static': 1, '/objects/markers': 6, '/objects/raw_markers': 360}
+    REFUSED = REFUSED
+    ACCEPTED = ACCEPTED
 
+    @pytest.fixture(scope='class')
+    @classmethod
+    def source(cls, tmp_path_factory: pytest.TempPathFactory) -> Path:
+        return write_objects_sample(tmp_path_factory.mktemp('objects') / 'release') / SESSION
 
-@pytest.mark.parametrize('case', REFUSED, ids=ids(REFUSED))
-def test_bad_objects_input_is_refused(case: Refused, release: Path, tmp_path: Path,
-                                      capfd: pytest.CaptureFixture[str]) -> None:
-    check_refused(case, release, tmp_path, capfd)
+    @pytest.fixture(scope='class')
+    @classmethod
+    def bad_input_source(cls, source: Path) -> Path:
+        return source.parent  # the release root
 
+    def test_the_vendor_exports_are_never_read(self, bad_input_source: Path, tmp_path: Path,
+                                               capfd: pytest.CaptureFixture[str]) -> None:
+        """raw/mocap/*.csv,trc (millimetres, Y-up): garbage there changes no message."""
+        import shutil
 
-@pytest.mark.parametrize('case', ACCEPTED, ids=ids(ACCEPTED))
-def test_odd_objects_input_is_converted_with_a_warning(case: Accepted, release: Path,
-                                                      tmp_path: Path,
-                                                      capfd: pytest.CaptureFixture[str]) -> None:
-    check_accepted(case, release, tmp_path, capfd)
-
-
-def test_the_vendor_exports_are_never_read(release: Path, tmp_path: Path,
-                                           capfd: pytest.CaptureFixture[str]) -> None:
-    """raw/mocap/*.csv,trc (millimetres, Y-up): garbage there changes no message."""
-    import shutil
-
-    from rosbags.highlevel import AnyReader
-    clean, root = tmp_path / 'a' / 'release', tmp_path / 'b' / 'release'
-    shutil.copytree(release, clean)  # paths of one length: the mesh URLs differ by a letter
-    shutil.copytree(release, root)
-    for path in (root / SESSION / 'raw' / 'mocap').iterdir():
-        path.write_bytes(b'\xff\x00 not,a,csv\n')
-    digests = []
-    for i, src in enumerate((clean, root)):
-        assert cli.main(['convert', str(src), '-o', str(tmp_path / f'bag{i}'), '-q']) == 0
-        with AnyReader([tmp_path / f'bag{i}']) as reader:
-            digests.append([(c.topic, t, bytes(raw).replace(str(src).encode(), b'ROOT'))
-                            for c, t, raw in reader.messages()])
-    assert digests[0] == digests[1]
-    capfd.readouterr()
+        from rosbags.highlevel import AnyReader
+        clean, root = tmp_path / 'a' / 'release', tmp_path / 'b' / 'release'
+        # paths of one length: the mesh URLs differ by a letter
+        shutil.copytree(bad_input_source, clean)
+        shutil.copytree(bad_input_source, root)
+        for path in (root / SESSION / 'raw' / 'mocap').iterdir():
+            path.write_bytes(b'\xff\x00 not,a,csv\n')
+        digests = []
+        for i, src in enumerate((clean, root)):
+            assert cli.main(['convert', str(src), '-o', str(tmp_path / f'bag{i}'), '-q']) == 0
+            with AnyReader([tmp_path / f'bag{i}']) as reader:
+                digests.append([(c.topic, t, bytes(raw).replace(str(src).encode(), b'ROOT'))
+                                for c, t, raw in reader.messages()])
+        assert digests[0] == digests[1]
+        capfd.readouterr()

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from live_support import Listener, spawn_player, play_through
+from live_support import receive_a_play, spawn_player
 from react_ros.ros.msgs import to_ns
 from react_ros.kinds.objects.sample import SESSION, write_objects_sample
 
@@ -19,32 +19,22 @@ pytestmark = pytest.mark.timeout(180)
 BASE_NS = 1_000_000_000
 
 
-@pytest.fixture
-def listener():
-    node = Listener('objects_listener')
-    yield node
-    node.close()
-
-
-def test_tf_markers_and_status_arrive_as_the_files_say(listener: Listener,
-                                                      tmp_path: Path) -> None:
+def test_tf_markers_and_status_arrive_as_the_files_say(tmp_path: Path) -> None:
     root = write_objects_sample(tmp_path / 'release', duration_s=2.0)
     topics = {'/tf': 'tf2_msgs/msg/TFMessage',
               '/objects/markers': 'visualization_msgs/msg/MarkerArray',
               '/objects/status': 'diagnostic_msgs/msg/DiagnosticArray',
               '/objects/raw_markers': 'visualization_msgs/msg/MarkerArray'}
-    for topic, msg_type in topics.items():
-        listener.subscribe(topic, msg_type)
-    log = tmp_path / 'player.log'
-    player = spawn_player(root, log, start_paused=True, marker_refresh=0.0)
-    play_through(listener, player, log, topics)
+    received = receive_a_play('objects_listener', topics, tmp_path / 'player.log',
+                         lambda log: spawn_player(root, log, start_paused=True,
+                                                  marker_refresh=0.0))
 
     with np.load(root / SESSION / 'motions' / 'objects.npz') as z:
         names = [str(n) for n in z['names']]
         poses, valid, t = z['T_world_obj'], z['valid'], z['t']
     t_ns = BASE_NS + np.round(t * 1e9).astype(np.int64)
     usable = valid & np.all(np.isfinite(poses), axis=(-1, -2))
-    tfs = listener.msgs['/tf']
+    tfs = received['/tf']
     assert [to_ns(m.transforms[0].header.stamp) for m in tfs] == \
         t_ns[usable.any(axis=0)].tolist()
     for msg in tfs:
@@ -59,10 +49,10 @@ def test_tf_markers_and_status_arrive_as_the_files_say(listener: Listener,
     # marker_refresh:=0 -> markers only at the first frame and the validity edges
     edges = [0] + list(np.flatnonzero(np.any(usable[:, 1:] != usable[:, :-1], axis=0)) + 1)
     got = [int(np.searchsorted(t_ns, to_ns(m.markers[0].header.stamp)))
-           for m in listener.msgs['/objects/markers']]
+           for m in received['/objects/markers']]
     assert got == edges
-    assert len(listener.msgs['/objects/status']) >= 2
-    assert len(listener.msgs['/objects/raw_markers']) == len(t)
-    (static,) = listener.msgs['/tf_static']
+    assert len(received['/objects/status']) >= 2
+    assert len(received['/objects/raw_markers']) == len(t)
+    (static,) = received['/tf_static']
     assert {tr.child_frame_id for tr in static.transforms} == {'BigBox0_rigid_body',
                                                                'LittleBox0_rigid_body'}

@@ -1,6 +1,8 @@
-"""Bad React input, whatever its shape: one line naming the file, nothing written or changed.
+"""React against the contract every kind meets (kind_contract.py), with its bad inputs.
 
-The promise and how it is checked: bad_input_support.py (the UMI table is test_bad_input.py).
+Bad React input, whatever its shape: one line naming the file, nothing written or changed.
+The promise and how it is checked: bad_input_support.py; the contract runs the tables
+(REFUSED, ACCEPTED) below.
 """
 from __future__ import annotations
 
@@ -13,7 +15,8 @@ from typing import Any, Callable
 import av
 import numpy as np
 import pytest
-from bad_input_support import Accepted, Refused, check_accepted, check_refused, ids
+from bad_input_support import Accepted, Refused
+from kind_contract import KindContract
 from react_support import (EPISODE, PARQUET, VIDEOS, edit_json, react_release, replace_column,
                            rewrite_parquet)
 
@@ -419,19 +422,14 @@ ACCEPTED = [
 ]
 
 
-@pytest.fixture(scope='module')
-def release(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return react_release(tmp_path_factory)
+class TestReactKind(KindContract):
+    kind = 'react'
+    episode_id = EPISODE
+    counts = {'/view_middle/image_raw': 59, '/view_middle/camera_info': 59, '/tf_static': 1}
+    REFUSED = REFUSED
+    ACCEPTED = ACCEPTED
 
-
-@pytest.mark.parametrize('case', REFUSED, ids=ids(REFUSED))
-def test_bad_react_input_is_refused(case: Refused, release: Path, tmp_path: Path,
-                                    capfd: pytest.CaptureFixture[str]) -> None:
-    check_refused(case, release, tmp_path, capfd)
-
-
-@pytest.mark.parametrize('case', ACCEPTED, ids=ids(ACCEPTED))
-def test_odd_react_input_is_converted_with_a_warning(case: Accepted, release: Path,
-                                                    tmp_path: Path,
-                                                    capfd: pytest.CaptureFixture[str]) -> None:
-    check_accepted(case, release, tmp_path, capfd)
+    @pytest.fixture(scope='class')
+    @classmethod
+    def source(cls, tmp_path_factory: pytest.TempPathFactory) -> Path:
+        return react_release(tmp_path_factory)

@@ -18,7 +18,7 @@ from react_ros.errors import ReactRosError
 from react_ros.launch_args import launch_arguments
 from react_ros.node import episode_options, parameter_defaults
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]  # test/kinds/react/ -> the repository
 
 
 def test_react_rviz_shows_tf_cameras_forces_and_object() -> None:

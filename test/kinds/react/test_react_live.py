@@ -15,7 +15,7 @@ import pytest
 from react_support import EPISODE, column, edit_json, react_release
 from scipy.spatial.transform import Rotation
 
-from live_support import Listener, spawn_player, play_through, stop
+from live_support import receive_a_play, spawn_player, stop
 from react_ros.ros.msgs import to_ns
 
 pytestmark = pytest.mark.timeout(180)
@@ -38,15 +38,8 @@ def _matrix(translation, rotation) -> np.ndarray:
     return m
 
 
-@pytest.fixture
-def listener():
-    node = Listener('react_listener')
-    yield node
-    node.close()
-
-
 def test_gel_centre_projects_within_1px_and_tactile_is_fresh_rows_only(
-        listener: Listener, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+        tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
     root = react_release(tmp_path_factory)
     topics = {'/tf': 'tf2_msgs/msg/TFMessage',
               '/view_middle/camera_info': 'sensor_msgs/msg/CameraInfo',
@@ -54,11 +47,9 @@ def test_gel_centre_projects_within_1px_and_tactile_is_fresh_rows_only(
               '/tactile_right/image_raw': 'sensor_msgs/msg/Image',
               '/sensor_left/force': 'geometry_msgs/msg/WrenchStamped',
               '/sensor_right/force': 'geometry_msgs/msg/WrenchStamped'}
-    for topic, msg_type in topics.items():
-        listener.subscribe(topic, msg_type)
-    log = tmp_path / 'player.log'
-    player = spawn_player(root, log, episode_id=EPISODE, start_paused=True)
-    play_through(listener, player, log, topics)
+    received = receive_a_play('react_listener', topics, tmp_path / 'player.log',
+                         lambda log: spawn_player(root, log, episode_id=EPISODE,
+                                                  start_paused=True))
 
     # -- expectation from the files
     poses = column(root, 'sensor_left_pose')
@@ -71,14 +62,14 @@ def test_gel_centre_projects_within_1px_and_tactile_is_fresh_rows_only(
     base_ns = 1_778_371_200_000_000_000  # 2026-05-10T00:00:00Z, the documented time base
 
     # -- the same from what arrived over ROS
-    (static,) = listener.msgs['/tf_static']
+    (static,) = received['/tf_static']
     cam_tf = {t.child_frame_id: t for t in static.transforms}['view_middle_optical_frame']
     assert cam_tf.header.frame_id == 'world'
     world_to_cam = np.linalg.inv(_matrix(cam_tf.transform.translation, cam_tf.transform.rotation))
-    info = listener.msgs['/view_middle/camera_info'][0]
+    info = received['/view_middle/camera_info'][0]
     assert info.distortion_model == 'plumb_bob'
     k_ros = np.array(info.k).reshape(3, 3)
-    tfs = listener.msgs['/tf']
+    tfs = received['/tf']
     assert len(tfs) == len(poses)
     worst = 0.0
     for row, msg in enumerate(tfs):
@@ -98,7 +89,7 @@ def test_gel_centre_projects_within_1px_and_tactile_is_fresh_rows_only(
         assert 0 < fresh.sum() < 0.5 * len(fresh)
         want_ns = [base_ns + round(t * 1e9) for t in stamps[fresh]]
         for topic in (f'/tactile_{side}/image_raw', f'/sensor_{side}/force'):
-            got_ns = [to_ns(m.header.stamp) for m in listener.msgs[topic]]
+            got_ns = [to_ns(m.header.stamp) for m in received[topic]]
             assert got_ns == want_ns, topic
 
 

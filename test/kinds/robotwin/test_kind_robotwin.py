@@ -1,6 +1,8 @@
-"""Bad RoboTwin input, whatever its shape: one line naming the file, nothing written or changed.
+"""RoboTwin against the contract every kind meets (kind_contract.py), with its bad inputs.
 
-The promise and how it is checked: bad_input_support.py. The cases are the issue's list plus
+Bad RoboTwin input, whatever its shape: one line naming the file, nothing written or changed.
+The promise and how it is checked: bad_input_support.py; the contract runs the tables
+(REFUSED, ACCEPTED) below. The cases are the issue's list plus
 the format document's known defects (the R/B swap, millimetres, wxyz, padding, the embodiment
 folder, the replay report).
 """
@@ -12,7 +14,8 @@ from typing import Any, Callable
 import h5py
 import numpy as np
 import pytest
-from bad_input_support import Accepted, Refused, check_accepted, check_refused, ids
+from bad_input_support import Accepted, Refused
+from kind_contract import KindContract
 from robotwin_support import DATA, EP0, EPISODE, EXTRA0, robotwin_release
 
 from react_ros.kinds.robotwin.hdf5 import decode_jpeg
@@ -223,20 +226,6 @@ def release(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return robotwin_release(tmp_path_factory)
 
 
-@pytest.mark.parametrize('case', REFUSED, ids=ids(REFUSED))
-def test_bad_robotwin_input_is_refused(case: Refused, release: Path, tmp_path: Path,
-                                       capfd: pytest.CaptureFixture[str]) -> None:
-    check_refused(case, release, tmp_path, capfd)
-
-
-@pytest.mark.parametrize('case', ACCEPTED, ids=ids(ACCEPTED))
-def test_odd_robotwin_input_is_converted_with_a_warning(case: Accepted, release: Path,
-                                                        tmp_path: Path,
-                                                        capfd: pytest.CaptureFixture[str]
-                                                        ) -> None:
-    check_accepted(case, release, tmp_path, capfd)
-
-
 def test_the_table_covers_the_issue(release: Path) -> None:
     names = ' '.join(c.name for c in REFUSED)
     for what in ('truncated', 'missing dataset', 'fewer frames', 'does not decode',
@@ -256,3 +245,17 @@ def test_the_extra_file_given_as_the_episode_is_refused(release: Path,
         out, err = capfd.readouterr()
         assert (out + err).startswith(f'error: {release / EXTRA0}:') and '_extra' in err, err
         assert len((out + err).splitlines()) == 1
+
+
+class TestRobotwinKind(KindContract):
+    kind = 'robotwin'
+    episode_id = EPISODE
+    counts = {'/head_camera/image_raw': 20, '/head_camera/camera_info': 20, '/pointcloud': 20,
+              '/left_camera/image_raw': 20, '/tf_static': 1, '/annotations': 1}
+    REFUSED = REFUSED
+    ACCEPTED = ACCEPTED
+
+    @pytest.fixture(scope='class')
+    @classmethod
+    def source(cls, tmp_path_factory: pytest.TempPathFactory) -> Path:
+        return robotwin_release(tmp_path_factory)

@@ -1,6 +1,8 @@
-"""Bad TrueTrace input, whatever its shape: one line naming the file, nothing written or changed.
+"""TrueTrace against the contract every kind meets (kind_contract.py), with its bad inputs.
 
-The promise and how it is checked: bad_input_support.py. Every bad input issue 9 lists,
+Bad TrueTrace input, whatever its shape: one line naming the file, nothing written or
+changed. The promise and how it is checked: bad_input_support.py; the contract runs the
+tables (REFUSED, ACCEPTED) below. Every bad input issue 9 lists,
 and the format document's known defects, through the package, the episode folder and
 the HDF5 export.
 """
@@ -14,7 +16,8 @@ import av
 import h5py
 import numpy as np
 import pytest
-from bad_input_support import Accepted, Refused, check_accepted, check_refused, ids
+from bad_input_support import Accepted, Refused
+from kind_contract import KindContract
 from truetrace_support import EP, EXPORT, edit_json, edit_lines, truetrace_package
 
 from react_ros.kinds.truetrace.files import IMU_COLUMNS
@@ -152,7 +155,7 @@ def _shift_times_from(frame: int, seconds: float):
     return lambda root: edit_lines(root / HANDS, edit)
 
 
-CASES = [
+REFUSED = [
     Refused('verify_manifest_mismatch', _imu_csv(lambda i, s: s.replace('0', '1', 1)
                                                  if i == 5 else s),
             IMU, ('MANIFEST.sha256', 'sha256'), args=('--verify',)),
@@ -293,18 +296,15 @@ ACCEPTED = [
 ]
 
 
-@pytest.fixture(scope='module')
-def package(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return truetrace_package(tmp_path_factory)
+class TestTrueTraceKind(KindContract):
+    kind = 'truetrace'
+    counts = {'/cam0/image_raw': 60, '/cam1/camera_info': 60, '/imu/data': 953,
+              '/hands/left/keypoints': 51, '/hands/markers': 60, '/tf_static': 1,
+              '/annotations': 2}
+    REFUSED = REFUSED
+    ACCEPTED = ACCEPTED
 
-
-@pytest.mark.parametrize('case', CASES, ids=ids(CASES))
-def test_refused(case: Refused, package: Path, tmp_path: Path,
-                 capfd: pytest.CaptureFixture[str]) -> None:
-    check_refused(case, package, tmp_path, capfd)
-
-
-@pytest.mark.parametrize('case', ACCEPTED, ids=ids(ACCEPTED))
-def test_accepted(case: Accepted, package: Path, tmp_path: Path,
-                  capfd: pytest.CaptureFixture[str]) -> None:
-    check_accepted(case, package, tmp_path, capfd)
+    @pytest.fixture(scope='class')
+    @classmethod
+    def source(cls, tmp_path_factory: pytest.TempPathFactory) -> Path:
+        return truetrace_package(tmp_path_factory)

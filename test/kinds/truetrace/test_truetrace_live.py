@@ -8,7 +8,7 @@ from pathlib import Path
 
 import h5py
 import pytest
-from live_support import Listener, spawn, play_through
+from live_support import receive_a_play, spawn
 from truetrace_support import EP, EXPORT, truetrace_package
 
 from react_ros.ros.msgs import to_ns
@@ -17,32 +17,23 @@ pytestmark = pytest.mark.timeout(180)
 BASE_NS = 1_000_000_000
 
 
-@pytest.fixture
-def listener():
-    node = Listener('truetrace_listener')
-    yield node
-    node.close()
-
-
 def test_play_delivers_imu_and_stereo_on_the_cam0_clock(
-        listener: Listener, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+        tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
     root = truetrace_package(tmp_path_factory)
     topics = {'/imu/data': 'sensor_msgs/msg/Imu',
               '/cam0/camera_info': 'sensor_msgs/msg/CameraInfo',
               '/cam1/camera_info': 'sensor_msgs/msg/CameraInfo',
               '/hands/right/keypoints': 'geometry_msgs/msg/PoseArray'}
-    for topic, msg_type in topics.items():
-        listener.subscribe(topic, msg_type)
-    log = tmp_path / 'player.log'
-    player = spawn(['-m', 'react_ros.cli', 'play', str(root / EXPORT), '--verify',
-                    '--start-paused', '--quiet', '--rate', '2'], log)
-    play_through(listener, player, log, topics)
+    play = ['-m', 'react_ros.cli', 'play', str(root / EXPORT), '--verify', '--start-paused',
+            '--quiet', '--rate', '2']
+    received = receive_a_play('truetrace_listener', topics, tmp_path / 'player.log',
+                              lambda log: spawn(play, log))
 
     with open(root / EP / 'imu.csv') as f:
         rows = list(csv.DictReader(f))
     offset = json.loads((root / EP / 'calibration.json').read_text())['imu'][
         'time_offset_to_cam0_s']
-    imu = listener.msgs['/imu/data']
+    imu = received['/imu/data']
     assert [to_ns(m.header.stamp) for m in imu] == \
         [BASE_NS + round((float(r['t_s']) + offset) * 1e9) for r in rows]
     with h5py.File(root / EXPORT) as f:
@@ -50,10 +41,10 @@ def test_play_delivers_imu_and_stereo_on_the_cam0_clock(
         right = [BASE_NS + round(t * 1e9) for t, p in zip(f['time/t_s'][()],
                                                           f['hands/present'][()]) if p[1]]
     for cam in ('cam0', 'cam1'):
-        got = listener.msgs[f'/{cam}/camera_info']
+        got = received[f'/{cam}/camera_info']
         assert [to_ns(m.header.stamp) for m in got] == frames
         assert {m.distortion_model for m in got} == {'equidistant'}
-    assert [to_ns(m.header.stamp) for m in listener.msgs['/hands/right/keypoints']] == right
-    (static,) = listener.msgs['/tf_static']
+    assert [to_ns(m.header.stamp) for m in received['/hands/right/keypoints']] == right
+    (static,) = received['/tf_static']
     assert {(t.header.frame_id, t.child_frame_id) for t in static.transforms} == {
         ('cam0_optical_frame', 'cam1_optical_frame'), ('cam0_optical_frame', 'imu0')}

@@ -1,7 +1,8 @@
-"""Bad UMI input, whatever its shape: one line naming the file, nothing written or changed.
+"""UMI against the contract every kind meets (kind_contract.py), with its bad inputs.
 
-The promise and how it is checked: bad_input_support.py. The React cases are in
-test_react_bad_input.py; every new kind adds its own table the same way.
+Bad UMI input, whatever its shape: one line naming the file, nothing written or changed.
+The promise and how it is checked: bad_input_support.py; the contract runs the tables
+(REFUSED, ACCEPTED) below.
 """
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from typing import Any, Callable
 
 import pytest
 import yaml
-from bad_input_support import Accepted, Refused, check_accepted, check_refused, ids
+from bad_input_support import Accepted, Refused
 from conftest import rewrite_mcap
+from kind_contract import KindContract
 
 MP4 = 'data/{}.perception_interface.camera.state.mp4'
 MCAP = 'data/episode.mcap'
@@ -278,14 +280,14 @@ ACCEPTED = [
 ]
 
 
-@pytest.mark.parametrize('case', REFUSED, ids=ids(REFUSED))
-def test_bad_umi_input_is_refused(case: Refused, umi_episode: Path, tmp_path: Path,
-                                  capfd: pytest.CaptureFixture[str]) -> None:
-    check_refused(case, umi_episode, tmp_path, capfd)
+class TestUmiKind(KindContract):
+    kind = 'umi'
+    counts = {'/left/image_raw': 121, '/center/camera_info': 119, '/joint_states': 802,
+              '/left/perception_interface/pose/state': 141, '/robot_description': 1}
+    REFUSED = REFUSED
+    ACCEPTED = ACCEPTED
 
-
-@pytest.mark.parametrize('case', ACCEPTED, ids=ids(ACCEPTED))
-def test_odd_umi_input_is_converted_with_a_warning(case: Accepted, umi_episode: Path,
-                                                  tmp_path: Path,
-                                                  capfd: pytest.CaptureFixture[str]) -> None:
-    check_accepted(case, umi_episode, tmp_path, capfd)
+    @pytest.fixture(scope='class')
+    @classmethod
+    def source(cls, umi_episode: Path) -> Path:
+        return umi_episode
