@@ -44,24 +44,29 @@ def _off_the_path(folder: Path) -> None:
 
 @pytest.fixture(scope='module', autouse=True)
 def kinds_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """<tmp>/kinds/throwaway/, registered here and on REACT_ROS_KINDS_PATH for children."""
+    """<tmp>/kinds/throwaway/, registered by add_kinds_path (which puts it on
+    REACT_ROS_KINDS_PATH for child processes too)."""
     assert NAME not in KINDS
     folder = (tmp_path_factory.mktemp('kind_folder') / 'kinds').resolve()
     shutil.copytree(TEMPLATE, folder / NAME, ignore=shutil.ignore_patterns('__pycache__'))
     before = (list(kinds_package.__path__), os.environ.get(PATH_VARIABLE))
-    env = pytest.MonkeyPatch()
-    env.setenv(PATH_VARIABLE, str(folder))
+    os.environ.pop(PATH_VARIABLE, None)  # put back at teardown
     # release_support.SMALL is the registry's small samples as its import found them (any
     # release test module imports it first): ours goes in beside, as KINDS[NAME] does.
     # A gap of that helper, not of react_ros: it could read KINDS at call time instead.
     import release_support
     try:
         assert [k.name for k in add_kinds_path(folder)] == [NAME]
+        # ... and the processes this one starts (the player, convert-all's workers) find it
+        assert os.environ[PATH_VARIABLE] == str(folder)
         release_support.SMALL[NAME] = dict(KINDS[NAME].small_sample)
         yield folder
     finally:
         release_support.SMALL.pop(NAME, None)
-        env.undo()
+        if before[1] is None:
+            os.environ.pop(PATH_VARIABLE, None)
+        else:
+            os.environ[PATH_VARIABLE] = before[1]
         if NAME in KINDS:
             unregister(NAME)
         _off_the_path(folder)

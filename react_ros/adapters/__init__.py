@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import os
 import pkgutil
 from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping
 
 from react_ros import kinds as _kinds_package
+from react_ros.kinds import PATH_VARIABLE
 from react_ros.adapters.base import DatasetKind, Episode, EpisodeOptions, EpisodeRef
 from react_ros.errors import DatasetFormatError, ReactRosError
 from react_ros.options import Option, options_of
@@ -47,13 +49,23 @@ def _kinds_in(folders: list[str]) -> tuple[list[DatasetKind], list[str]]:
 
 def add_kinds_path(folder: Path) -> list[DatasetKind]:
     """Register the kinds in `folder` (<folder>/<kind>/adapter.py ...), as
-    REACT_ROS_KINDS_PATH does at start-up; refuses a folder that holds a broken one."""
+    REACT_ROS_KINDS_PATH does at start-up; refuses a folder that holds a broken one.
+
+    The folder joins REACT_ROS_KINDS_PATH of this process too: the processes it starts
+    (convert-all's workers, the player) find the kind there.
+    """
     folder = str(Path(folder).resolve())
-    if folder not in _kinds_package.__path__:
+    added = folder not in _kinds_package.__path__
+    if added:
         _kinds_package.__path__.append(folder)
     found, broken = _kinds_in([folder])
     if broken:
+        if added:
+            _kinds_package.__path__.remove(folder)
         raise ReactRosError(broken[0])
+    paths = [d for d in os.environ.get(PATH_VARIABLE, '').split(os.pathsep) if d]
+    if folder not in paths:
+        os.environ[PATH_VARIABLE] = os.pathsep.join([*paths, folder])
     return [register(k) for k in found]
 
 
