@@ -104,6 +104,8 @@ class Option:
             if self.optional:
                 return None
             raise ValueError(value)
+        if self.type is bool and type(value) is int and value in (0, 1):
+            return bool(value)  # `-p loop:=1` arrives as an integer
         out = self._convert(value)
         if self.unset is not None and out < 0:
             return None

@@ -12,6 +12,7 @@ import pytest
 
 from react_ros import cli
 from react_ros.adapters import kind_options
+from react_ros.errors import ReactRosError
 from react_ros.launch_args import LAUNCH_DEFAULTS, episode_and_parameters, launch_arguments
 from react_ros.options import Option
 from react_ros.play_options import PLAY_OPTIONS, PlayOptions
@@ -141,3 +142,12 @@ def test_parameters_spell_unset_as_launch_and_node_did() -> None:
     read = PlayOptions.read({'playback_duration': -2.5, 'drop_late': '-1.0', 'topics': ''},
                             lambda opt, v: opt.name)
     assert (read.playback_duration, read.drop_late, read.topics) == (None, None, None)
+
+
+def test_parameters_take_what_ros_makes_of_them() -> None:
+    # `-p loop:=1` and `-p rate:=2` arrive as integers; one string lists topics
+    read = PlayOptions.read({'loop': 1, 'rate': 2, 'exclude': '/a, /b'}, lambda opt, v: opt.name)
+    assert (read.loop, read.rate, read.exclude) == (True, 2.0, ('/a', '/b'))
+    from react_ros.node import play_options
+    with pytest.raises(ReactRosError, match="parameter 'loop' must be true or false, not 2"):
+        play_options({'loop': 2})
