@@ -63,6 +63,23 @@ def umi_copy(umi_episode: Path, tmp_path: Path) -> Path:
     return Path(shutil.copytree(umi_episode, tmp_path / 'episode'))
 
 
+def written_once(factory: pytest.TempPathFactory, name: str,
+                 write: Callable[[Path], object]) -> Path:
+    """`write(root)` at <session temp>/<name> once per test session; treat it as read-only.
+
+    The mark that it is finished stands beside it, not in it (that would change the
+    sample): a writer that failed half-way runs again for the next test.
+    """
+    root = factory.getbasetemp() / name
+    done = root.with_name(f'{name}.written')
+    if not done.exists():
+        if root.exists():
+            shutil.rmtree(root)
+        write(root)
+        done.touch()
+    return root
+
+
 def tree_digest(root: Path) -> dict[str, str]:
     """sha256 of every file under root, by relative path."""
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()

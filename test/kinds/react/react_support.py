@@ -7,6 +7,7 @@ from typing import Any, Callable
 
 import numpy as np
 import pytest
+from conftest import written_once
 
 from react_ros.kinds.react.sample import EPISODE, write_react_sample
 
@@ -18,11 +19,8 @@ VIDEOS = 'videos/2026-05-10/episode_000'
 
 def react_release(factory: pytest.TempPathFactory) -> Path:
     """A 2 s, 160x120 release written once per test session (treat as read-only)."""
-    root = factory.getbasetemp() / 'react_release'
-    if not (root / 'episodes.jsonl').exists():
-        write_react_sample(root, seed=3, duration_s=REACT_SECONDS, width=REACT_SIZE[0],
-                           height=REACT_SIZE[1])
-    return root
+    return written_once(factory, 'react_release', lambda root: write_react_sample(
+        root, seed=3, duration_s=REACT_SECONDS, width=REACT_SIZE[0], height=REACT_SIZE[1]))
 
 
 def read_parquet(root: Path) -> Any:

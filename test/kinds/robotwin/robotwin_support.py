@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import written_once
 
 from react_ros.kinds.robotwin.sample import TASK, write_robotwin_sample
 
@@ -19,7 +20,5 @@ EP1 = f'{DATA}/episode1.hdf5'
 
 def robotwin_release(factory: pytest.TempPathFactory) -> Path:
     """A 2 s, 160x120 release written once per test session (treat as read-only)."""
-    root = factory.getbasetemp() / 'robotwin_release'
-    if not (root / EP0).exists():
-        write_robotwin_sample(root, seed=5, duration_s=SECONDS, width=SIZE[0], height=SIZE[1])
-    return root
+    return written_once(factory, 'robotwin_release', lambda root: write_robotwin_sample(
+        root, seed=5, duration_s=SECONDS, width=SIZE[0], height=SIZE[1]))

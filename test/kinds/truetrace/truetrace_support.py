@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
+from conftest import written_once
 
 from react_ros.kinds.truetrace.sample import EPISODE, EXPORT, write_truetrace_sample
 
@@ -17,11 +18,8 @@ EP = f'episodes/{EPISODE}'
 
 def truetrace_package(factory: pytest.TempPathFactory) -> Path:
     """A 2 s, 192x108 package (with its HDF5 export) written once per session; read-only."""
-    root = factory.getbasetemp() / 'truetrace_package'
-    if not (root / 'MANIFEST.sha256').exists():
-        write_truetrace_sample(root, seed=5, duration_s=TT_SECONDS, width=TT_SIZE[0],
-                               height=TT_SIZE[1])
-    return root
+    return written_once(factory, 'truetrace_package', lambda root: write_truetrace_sample(
+        root, seed=5, duration_s=TT_SECONDS, width=TT_SIZE[0], height=TT_SIZE[1]))
 
 
 def edit_json(path: Path, edit: Callable[[Any], Any]) -> None:
