@@ -65,13 +65,13 @@ def child(what: str, kind: str, root: str, settings: str) -> None:
         out: dict[str, Any] = {'rtf': seconds / wall, 'wall_s': wall, 'bag_mb': size / 2**20,
                                'messages': sum(s.count or 0 for s in episode.streams)}
     else:
-        from react_ros.sinks.live import Player, PlayOptions
+        from react_ros.sinks.live import Player, PlayerSettings
         from react_ros.sinks.tuning import freeze_heap, tune_for_playback
         tune_for_playback()
         images = image_topics(episode)
         sub = Subscriber(images) if images else None
         rate = 1.0 if what == 'realtime' else 100.0
-        player = Player(episode, PlayOptions(rate=rate, quiet=True, keyboard=False,
+        player = Player(episode, PlayerSettings(rate=rate, quiet=True, keyboard=False,
                                              record_lateness=what == 'realtime',
                                              wait_for_subscribers_s=DISCOVERY_WAIT_S))
         freeze_heap()

@@ -96,7 +96,7 @@ def run_player(ep: Path, scale: float, rate: float, record: bool = False,
                drop_late: float | None = None) -> dict:
     from react_ros.adapters import EpisodeOptions, open_episode
     from react_ros.sinks.compressed_video import episode_with_images
-    from react_ros.sinks.live import Player, PlayOptions
+    from react_ros.sinks.live import Player, PlayerSettings
 
     episode = open_episode(ep, KIND, EpisodeOptions(image_scale=scale))
     cameras = image_topics(episode)
@@ -106,7 +106,7 @@ def run_player(ep: Path, scale: float, rate: float, record: bool = False,
         topics = [f'{t}/compressed_video' for t in cameras]
         msg_type = 'foxglove_msgs/msg/CompressedVideo'
     sub = Subscriber(topics, msg_type) if subscriber else None
-    player = Player(episode, PlayOptions(rate=rate, quiet=True, keyboard=False,
+    player = Player(episode, PlayerSettings(rate=rate, quiet=True, keyboard=False,
                                          record_lateness=record,
                                          wait_for_subscribers_s=DISCOVERY_WAIT_S,
                                          drop_late_s=drop_late))

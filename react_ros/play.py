@@ -23,7 +23,7 @@ from react_ros.ros.isolation import announce
 from react_ros.ros.state_publisher import start_state_publisher
 from react_ros.sinks.compressed_video import episode_with_images
 from react_ros.sinks.live import PlaybackStats, Player, check_playable, player_node
-from react_ros.sinks.live import PlayOptions as PlayerSettings
+from react_ros.sinks.live import PlayerSettings
 from react_ros.sinks.tuning import freeze_heap, tune_for_playback
 
 

@@ -101,7 +101,7 @@ class PlayOptions:
     def for_player(self, **runtime: Any) -> live.PlayOptions:
         """The live player's settings (sinks/live.py names them with their units), plus
         what the entry point decides itself (`runtime`: node_name, keyboard, on_stats)."""
-        from react_ros.sinks.live import PlayOptions as PlayerSettings
+        from react_ros.sinks.live import PlayerSettings
         remap = {}
         for rule in self.remap:  # the CLI checked them already; parameters were not
             src, sep, dst = rule.partition(':=')

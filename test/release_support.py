@@ -19,22 +19,19 @@ import pytest
 from react_ros import cli
 from react_ros.adapters import KINDS, DatasetKind, EpisodeRef, find_release
 
-# The smallest sizes and durations each writer accepts, or near them: seconds per release.
-# Each kind declares its small sample and the file read first (DatasetKind).
-SMALL: dict[str, dict[str, Any]] = {name: dict(k.small_sample) for name, k in KINDS.items()}
-
-
 def write_small_sample(kind: str, out: Path, **kwargs: Any) -> Path:
-    """The kind's sample (kwargs: seed, episodes, ...) at its SMALL size."""
+    """The kind's sample (kwargs: seed, episodes, ...) at its small size: the smallest
+    sizes and durations its writer accepts, or near them, as its DatasetKind declares
+    (read now, so a kind registered after this module's import has one too)."""
     writer = KINDS[kind].sample_writer()
     assert writer is not None, kind
-    return writer(out, **{**SMALL[kind], **kwargs})
+    return writer(out, **{**KINDS[kind].small_sample, **kwargs})
 
 
 def write_release(kind: str, dir: Path, n: int = 3, duration: float | None = None,
                   ) -> tuple[DatasetKind, list[EpisodeRef]]:
     """A sample release of `n` episodes of `kind` at `dir` (which must not exist yet),
-    and what find_release finds in it. `duration`: seconds per episode (default SMALL's)."""
+    and what find_release finds in it. `duration`: seconds per episode (default: the kind's small sample's)."""
     more = {} if duration is None else {'duration_s': duration}
     root = write_small_sample(kind, Path(dir), episodes=n, **more)
     desc, refs = find_release(root)
@@ -123,5 +120,5 @@ def wait_for(what: str, condition: Callable[[], object], timeout: float = 120.0)
         time.sleep(0.05)
 
 
-__all__ = ['SMALL', 'alive', 'break_episode', 'broken_file', 'converted_ids', 'index_of',
+__all__ = ['alive', 'break_episode', 'broken_file', 'converted_ids', 'index_of',
            'leftovers', 'run', 'wait_for', 'workers_of', 'write_release', 'write_small_sample']

@@ -51,18 +51,12 @@ def kinds_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     shutil.copytree(TEMPLATE, folder / NAME, ignore=shutil.ignore_patterns('__pycache__'))
     before = (list(kinds_package.__path__), os.environ.get(PATH_VARIABLE))
     os.environ.pop(PATH_VARIABLE, None)  # put back at teardown
-    # release_support.SMALL is the registry's small samples as its import found them (any
-    # release test module imports it first): ours goes in beside, as KINDS[NAME] does.
-    # A gap of that helper, not of react_ros: it could read KINDS at call time instead.
-    import release_support
     try:
         assert [k.name for k in add_kinds_path(folder)] == [NAME]
         # ... and the processes this one starts (the player, convert-all's workers) find it
         assert os.environ[PATH_VARIABLE] == str(folder)
-        release_support.SMALL[NAME] = dict(KINDS[NAME].small_sample)
         yield folder
     finally:
-        release_support.SMALL.pop(NAME, None)
         if before[1] is None:
             os.environ.pop(PATH_VARIABLE, None)
         else:

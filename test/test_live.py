@@ -261,9 +261,9 @@ KEYBOARD_PLAYER = '''
 import sys
 from pathlib import Path
 from react_ros.adapters import open_episode
-from react_ros.sinks.live import Player, PlayOptions
+from react_ros.sinks.live import Player, PlayerSettings
 episode = open_episode(Path(sys.argv[1]))
-sys.exit(Player(episode, PlayOptions(start_paused=True, loop=True, quiet=True)).run())
+sys.exit(Player(episode, PlayerSettings(start_paused=True, loop=True, quiet=True)).run())
 '''
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
-from release_support import (SMALL, break_episode, broken_file, write_release,
+from release_support import (break_episode, broken_file, write_release,
                              write_small_sample)
 
 from react_ros import cli
@@ -305,7 +305,7 @@ def test_break_episode_damages_the_file_it_names(kind: str, tmp_path: Path) -> N
 
 # -- writing a release --------------------------------------------------------------------------
 def _sample_args(kind: str, out: Path, episodes: str) -> list[str]:
-    small = SMALL[kind]
+    small = KINDS[kind].small_sample
     args = ['sample', kind, str(out), '--episodes', episodes,
             '--duration', str(small['duration_s'])]
     if 'width' in small:

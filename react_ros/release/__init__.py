@@ -27,7 +27,8 @@ from typing import Iterator
 
 from react_ros.adapters import find_release, kind_options
 from react_ros.adapters.base import DatasetKind, EpisodeRef
-from react_ros.errors import ReactRosError, SinkError
+from react_ros.errors import SinkError
+from react_ros.options import own_values
 from react_ros.progress import Progress
 from react_ros.release import index
 from react_ros.release.index import CONVERTED, FAILED, REFUSED, Entry
@@ -77,11 +78,8 @@ def convert_all(root: str | os.PathLike[str], out: str | os.PathLike[str],
 
 
 def _check_own_options(kind: DatasetKind, settings: ConvertSettings, root: Path) -> None:
-    mine = {opt.name for k, opt in kind_options() if k is kind}
-    for other, opt in kind_options():
-        if opt.name in settings.own and opt.name not in mine:
-            raise ReactRosError(f'{opt.flag} is an option of {other.name} episodes; '
-                                f'{root} is a {kind.name} release')
+    own_values(kind, lambda opt: settings.own.get(opt.name, opt.default), lambda opt: opt.flag,
+               f'{root} is a {kind.name} release')  # the one refusal of another kind's option
     kind.options.from_values(settings.own)  # values are checked once, here, not per episode
 
 

@@ -44,7 +44,7 @@ from react_ros.ros.serialization import cdr_payload
 from react_ros.ros.stop_signals import StopSignals
 from react_ros.sinks import timeline as tl
 from react_ros.sinks.keyboard import DOWN, RIGHT, SPACE, UP, Keyboard
-from react_ros.sinks.live import MAX_LAG_S, TF_MESSAGE, PlayOptions, pass_events
+from react_ros.sinks.live import MAX_LAG_S, TF_MESSAGE, PlayerSettings, pass_events
 from react_ros.sinks.readahead import Cancelled
 from react_ros.sinks.selection import fold_topics, player_conflict, select_for_play
 from react_ros.streams import Stream
@@ -70,7 +70,7 @@ def require_sdk() -> Any:
     return foxglove
 
 
-def check_foxglove_options(options: PlayOptions) -> None:
+def check_foxglove_options(options: PlayerSettings) -> None:
     """Refuse what has no meaning without DDS instead of ignoring it."""
     if options.drop_late_s is not None:
         raise ReactRosError('--drop-late applies to DDS subscribers; with --foxglove the server '
@@ -83,12 +83,12 @@ class FoxgloveServer:
     Port 0 takes a free one (`port` says which once constructed).
     """
 
-    def __init__(self, episode: Episode, options: PlayOptions | None = None, *,
+    def __init__(self, episode: Episode, options: PlayerSettings | None = None, *,
                  host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
         fox = require_sdk()
         from foxglove.websocket import Capability
         self.episode = episode
-        self.options = opts = options or PlayOptions()
+        self.options = opts = options or PlayerSettings()
         check_foxglove_options(opts)
         self.streams = _select(episode, opts)
         try:
@@ -328,13 +328,13 @@ def _listener(owner: FoxgloveServer) -> Any:
     return Listener()
 
 
-def _select(episode: Episode, opts: PlayOptions) -> list[Stream]:
+def _select(episode: Episode, opts: PlayerSettings) -> list[Stream]:
     """The streams to serve: robot state included (no robot_state_publisher runs here)."""
     return select_for_play(episode.path, episode.streams, opts.topics, opts.exclude,
                            robot_state=True)
 
 
-def serve_episode(episode: Episode | Callable[[], Episode], options: PlayOptions, *,
+def serve_episode(episode: Episode | Callable[[], Episode], options: PlayerSettings, *,
                   host: str, port: int, images: str = 'raw', reencode: bool = True) -> int:
     """`react-ros play --foxglove`: open the episode (the SDK checked first), serve it."""
     require_sdk()

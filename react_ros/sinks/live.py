@@ -82,12 +82,13 @@ from react_ros.streams import Event, Stream, merge
 TF_MESSAGE = 'tf2_msgs/msg/TFMessage'
 # How late a message may go out before the timeline slips instead of catching up.
 MAX_LAG_S = 0.1
-# --drop-late's bound when none is given: a few frames of a 60 Hz camera.
-DROP_LATE_S = 0.05
 
 
 @dataclass
-class PlayOptions:
+class PlayerSettings:
+    """What the playing sinks play with; built from the user's PlayOptions
+    (react_ros/play_options.py) by PlayOptions.for_player."""
+
     rate: float = 1.0
     loop: bool = False
     start_offset_s: float = 0.0
@@ -166,11 +167,11 @@ class Player:
     (time.monotonic(); default: now): the discovery wait counts from there.
     """
 
-    def __init__(self, episode: Episode, options: PlayOptions | None = None, *,
+    def __init__(self, episode: Episode, options: PlayerSettings | None = None, *,
                  node: Node | None = None, context: Context | None = None,
                  since: float | None = None) -> None:
         self.episode = episode
-        self.options = opts = options or PlayOptions()
+        self.options = opts = options or PlayerSettings()
         _check_options(opts)
         check_playable(episode, opts)
         self.streams = self._select(episode.streams)
@@ -681,7 +682,7 @@ def _skip_to(stream: Stream, from_ns: int) -> Iterator[tuple[int, Any]]:
         yield from_ns, last
 
 
-def check_playable(episode: Episode, opts: PlayOptions) -> None:
+def check_playable(episode: Episode, opts: PlayerSettings) -> None:
     """Refuse a start offset at or past the episode's end, or a duration that plays nothing."""
     problem = tl.nothing_to_play(episode.start_ns, episode.end_ns, opts.start_offset_s,
                                  opts.playback_duration_s)
@@ -689,7 +690,7 @@ def check_playable(episode: Episode, opts: PlayOptions) -> None:
         raise ReactRosError(f'{episode.path}: {problem}')
 
 
-def _check_options(opts: PlayOptions) -> None:
+def _check_options(opts: PlayerSettings) -> None:
     if not (opts.rate > 0 and math.isfinite(opts.rate)):
         raise ReactRosError(f'--rate must be a positive number, not {opts.rate}')
     if opts.start_offset_s < 0:
@@ -709,5 +710,5 @@ def _check_options(opts: PlayOptions) -> None:
             raise ReactRosError(f'--remap {src}:={dst}: both topics must be absolute')
 
 
-__all__ = ['PlayOptions', 'PlaybackStats', 'Player', 'TopicStats', 'check_playable',
+__all__ = ['PlayerSettings', 'PlaybackStats', 'Player', 'TopicStats', 'check_playable',
            'player_node']
