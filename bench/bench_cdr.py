@@ -27,7 +27,6 @@ import argparse
 import array
 import io
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -284,24 +283,28 @@ def markers(n: int, points: int, budget: float, rb: Rosbags) -> None:
 
 # -- reading ------------------------------------------------------------------------------
 def reading(budget: float) -> None:
-    """The UMI sample's pose and frame-pointer messages, as its adapter reads them."""
-    from diagnostic_msgs.msg import DiagnosticStatus
+    """Pose and frame-pointer messages (PoseStamped, DiagnosticStatus) as a recorded
+    source bag holds them: serialised by rclpy, read back by each decoder."""
+    from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
     from geometry_msgs.msg import PoseStamped
-    from mcap.reader import make_reader
+    from mcap.records import Schema
     from mcap_ros2.decoder import DecoderFactory
-    from rclpy.serialization import deserialize_message
+    from rclpy.serialization import deserialize_message, serialize_message
 
     from react_ros.ros.cdr import CdrReader
-    from react_ros.kinds.umi.sample import write_umi_sample
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp) / 'umi'
-        write_umi_sample(root, seed=1, duration_s=1.0, width=64, height=48)
-        with open(root / 'data/episode.mcap', 'rb') as f:
-            found: dict[str, tuple[Any, bytes]] = {}
-            for schema, _, message in make_reader(f).iter_messages():
-                if schema.name in ('geometry_msgs/msg/PoseStamped',
-                                   'diagnostic_msgs/msg/DiagnosticStatus'):
-                    found.setdefault(schema.name, (schema, message.data))
+    from react_ros.ros.msgs import definition_text
+    pose = PoseStamped()
+    pose.header.frame_id = 'map'
+    pose.pose.position.x, pose.pose.orientation.w = 0.25, 1.0
+    status = DiagnosticStatus(name='camera', values=[
+        KeyValue(key='video.stamp', value='1718470800.949463464'),
+        KeyValue(key='video.frame', value='17')])
+    found: dict[str, tuple[Any, bytes]] = {}
+    for i, (name, msg) in enumerate((('geometry_msgs/msg/PoseStamped', pose),
+                                     ('diagnostic_msgs/msg/DiagnosticStatus', status))):
+        schema = Schema(id=i + 1, name=name, encoding='ros2msg',
+                        data=definition_text(name).encode())
+        found[name] = (schema, serialize_message(msg))
     factory = DecoderFactory()
 
     def pose_rclpy(data: bytes) -> tuple[float, ...]:

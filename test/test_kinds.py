@@ -237,9 +237,6 @@ SHARED_TEST_SUPPORT = ('kind_contract.py', 'bad_input_support.py', 'live_support
 NAMES_A_KIND_FOR_NOW = {
     # the umi_episode fixture: shared tests of the player borrow one kind's sample
     ('test/conftest.py', 'umi'),
-    # a new bench (another helper's, in progress) writes the umi sample itself: it could
-    # take a kind's bench.yaml section through bench/support.py as the other benches do
-    ('bench/bench_cdr.py', 'umi'),
 }
 
 
