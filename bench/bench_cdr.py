@@ -13,7 +13,7 @@ where a path needs them):
                MCAP: its only public encoder, so MCAP framing is included;
   rosbags      rosbags' typestore.serialize_cdr on its own message classes (a test
                dependency only, there as a reference point).
-Reading the UMI source MCAP's pose and frame-pointer messages:
+Reading pose and frame-pointer messages (a recorded source bag's, UMI's for one):
   rclpy        deserialize_message + the fields the adapter needs;
   mcap_ros2    mcap_ros2.decoder.DecoderFactory's decoder;
   hand         ros/cdr.py's CdrReader.
@@ -336,7 +336,7 @@ def reading(budget: float) -> None:
         want = by_rclpy(data)
         same: dict[str, bool | None] = {'rclpy': True, 'mcap_ros2': by_mcap(decode, data) == want,
                                         'hand': by_hand(data) == want}
-        report(f'reading {name} from the UMI sample', len(data), {
+        report(f'reading {name}', len(data), {
             'rclpy': lambda: by_rclpy(data),
             'mcap_ros2': lambda: by_mcap(decode, data),
             'hand': lambda: by_hand(data)}, budget, same)
