@@ -5,7 +5,9 @@ Three ways in, one set of messages: the package root (`episodes/episode_NNNNNN/`
 single-file HDF5 export (its mp4s named relative to the .h5's folder).
 
 Time base: stamp = time_base_ns (config.yaml beside this file, 1 s) + the clip time. cam0
-frame i and cam1 frame i are both stamped with cam0 frame i's t_s; an IMU row with
+frame i and cam1 frame i are both stamped at cam0.mp4's presentation time of frame i (the
+video is the clock: files write t_s rounded, and t_s must agree with it within
+max_pts_mismatch_frames); the hands of clip_frame i at exactly that stamp; an IMU row with
 t_s + time_offset_to_cam0_s (the IMU clock moved onto cam0's: a negative offset
 means the IMU's clock runs ahead of cam0's). source_frame is information (`info`),
 never a stamp.
@@ -163,10 +165,10 @@ class TrueTraceAdapter:
         self.videos = self._check_videos(src)
         base = int(self.config['time_base_ns'])
         what = src.time_from
-        self.t_ns = np.array([check_ns(base + seconds_to_ns(t, src.hands.path, f'{what} {t}'),
-                                       src.hands.path, f'{what} {t}') for t in src.hands.t_s],
-                             dtype=np.int64)
-        self._check_pts(src)
+        self.t_s_ns = np.array([check_ns(base + seconds_to_ns(t, src.hands.path, f'{what} {t}'),
+                                         src.hands.path, f'{what} {t}') for t in src.hands.t_s],
+                               dtype=np.int64)
+        self.t_ns = self._frame_stamps(src)
         offset = src.calib.imu_offset_s
         imu_t = src.imu.t_s + offset
         self.imu_ns = np.array([base + seconds_to_ns(t, src.imu.path, 'IMU t_s') for t in imu_t],
@@ -302,22 +304,38 @@ class TrueTraceAdapter:
                              f'{cam} from the embedded /frames/{cam} JPEGs')
         return _JpegFrames(self.path, cam, src.jpeg_frames[cam], *size)
 
-    def _check_pts(self, src: _Source) -> None:
-        """Each frame's t_s must be where cam0.mp4 presents that frame."""
+    def _frame_stamps(self, src: _Source) -> np.ndarray:
+        """Stamp of cam0 frame i (and cam1's, and the hands of clip_frame i): the video's clock.
+
+        Files write t_s rounded (0.0333 for frame 1 at 30 fps), so the frame's time is
+        cam0.mp4's presentation time, moved onto the clip timeline (frame 0 at its t_s,
+        0 in every delivery seen). t_s must agree with it within the configured fraction
+        of a frame: more is another clip's times, refused. Embedded JPEGs carry no
+        presentation times: there /time/t_s is the clock.
+        """
         if isinstance(self.videos['cam0'], _JpegFrames):
-            return  # embedded JPEGs carry no presentation times: /time/t_s is the clock
+            self.clock = f'{src.time_from} (embedded JPEGs carry no presentation times)'
+            return self.t_s_ns
         pts = np.array(video.frame_pts_ns(src.videos['cam0']), dtype=np.int64)
-        if len(pts) != src.hands.n:
-            return  # probe already compared counts; a container without PTS per frame
-        rel = (pts - pts[0]) - (self.t_ns - self.t_ns[0])
-        step = float(np.median(np.diff(self.t_ns))) if len(self.t_ns) > 1 else 1e9
+        if len(pts) != src.hands.n:  # probe counted the frames; the packets say otherwise
+            self.warnings.append(f'{src.videos["cam0"].name}: {len(pts)} presentation times '
+                                 f'for {src.hands.n} frames; frames stamped with {src.time_from}')
+            self.clock = src.time_from
+            return self.t_s_ns
+        stamps = self.t_s_ns[0] + (pts - pts[0])
+        step = float(np.median(np.diff(stamps))) if len(stamps) > 1 else 1e9
         limit = float(self.config['max_pts_mismatch_frames']) * step
-        bad = np.abs(rel) > limit
+        off = self.t_s_ns - stamps
+        bad = np.abs(off) > limit
         if bad.any():
             i = int(np.argmax(bad))
             raise FrameSyncError(src.hands.path, f'frame {i}: {src.time_from} is '
                                  f'{src.hands.t_s[i]:.6f} s but {src.videos["cam0"].name} '
                                  f'presents it at {(pts[i] - pts[0]) / 1e9:.6f} s')
+        worst = int(np.abs(off).max())
+        self.clock = (f'{src.videos["cam0"].name} presentation times ({src.time_from} within '
+                      f'{worst / 1000:.1f} us of them, tolerance {limit / 1e6:.2f} ms)')
+        return stamps
 
     def _check_imu_rate(self, src: _Source) -> None:
         if src.imu.n < 2 or src.calib.imu_rate_hz is None:
@@ -371,6 +389,7 @@ class TrueTraceAdapter:
         else:
             self.report.append('extrinsics: cam0 -> cam1 from the factory values (child pose in '
                                'cam0); no refined stereo extrinsics delivered')
+        self.report.append(f'frames: stamped at {self.clock}')
         self.report.append(f'imu: stamped t_s {calib.imu_offset_s * 1000:+.3f} ms '
                            '(time_offset_to_cam0_s) onto the cam0 clock')
         if src.source_offset is not None:

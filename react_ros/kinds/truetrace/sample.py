@@ -7,6 +7,7 @@ folder). What it holds on purpose:
   keypoint, projected with the equidistant model (cam1 through the refined extrinsics);
 - factory extrinsics (child pose in the parent) and refined stereo extrinsics
   (OpenCV X1 = R X0 + T) that differ slightly (under a mm and a few tenths of a degree);
+- t_s rounded to 4 decimals as delivered files are (the video's PTS is the clock);
 - a clip cut from a longer recording: clip_frame 0 is source_frame SOURCE_OFFSET, and
   imu.csv's frame_index uses the source numbering;
 - an IMU at ~476.87 Hz with time_offset_to_cam0_s = IMU_OFFSET_S;
@@ -35,6 +36,7 @@ from react_ros.sinks.output import check_stop
 EPISODE = 'episode_000000'
 FPS = 30
 SOURCE_OFFSET = 300
+T_S_DECIMALS = 4  # hands_3d.jsonl and /time/t_s, as real files round them
 IMU_HZ = 476.87
 IMU_OFFSET_S = -0.000775
 BASELINE_M = 0.06218
@@ -96,9 +98,9 @@ class _Package:
         self.rng = np.random.default_rng(seed)
         self.w, self.h = width, height
         self.n = max(12, int(round(duration_s * FPS)))
-        self.t_text = [f'{i / FPS:.6f}'.rstrip('0').rstrip('.') if i else '0.0'
-                       for i in range(self.n)]
-        self.t_s = np.array([float(t) for t in self.t_text])
+        # t_s as delivered files write it: rounded to 4 decimals ("t_s": 0.0333 for frame 1),
+        # up to 33 us off the frame's presentation time in cam0.mp4 (the clock).
+        self.t_s = np.array([round(i / FPS, T_S_DECIMALS) for i in range(self.n)])
         s = width / 1920.0
         self.k = {'cam0': np.array([[620.0 * s, 0, 962.5 * s], [0, 620.0 * s, 538.0 * s],
                                     [0, 0, 1]]),
@@ -232,7 +234,7 @@ class _Package:
                              'reprojection_error_px': hands['err'][i, h].tolist(),
                              'shape_fit_residual_mm': hands['residual'][i, h].tolist()})
             lines.append(json.dumps({'clip_frame': i, 'source_frame': i + SOURCE_OFFSET,
-                                     't_s': float(self.t_text[i]), 'hands': kept}) + '\n')
+                                     't_s': float(self.t_s[i]), 'hands': kept}) + '\n')
         return lines
 
     def _imu(self) -> tuple[str, dict[str, np.ndarray]]:
@@ -373,4 +375,4 @@ def _manifest(root: Path) -> None:
 
 
 __all__ = ['EPISODE', 'EXPORT', 'FPS', 'IMU_HZ', 'IMU_OFFSET_S', 'SOURCE_OFFSET',
-           'write_truetrace_sample']
+           'T_S_DECIMALS', 'write_truetrace_sample']
