@@ -44,6 +44,7 @@ from react_ros.kinds.truetrace.files import (
     HANDS,
     JOINTS,
     Calibration,
+    ExtraHand,
     HandFrames,
     ImuSamples,
     chunks,
@@ -178,7 +179,9 @@ class TrueTraceAdapter:
         check_ns(int(self.imu_ns.max()), src.imu.path, f'IMU t_s {src.imu.t_s[-1]}')
         self._check_imu_rate(src)
         self.hand_ok = self._check_hands(src.hands)
-        self.segment_items = self._segments(src)
+        self.extra = self._extra_hands(src.hands)
+        self.segment_items = sorted(self._segments(src) + self._label_flags(src),
+                                    key=lambda x: x[0])
         self._reports(src)
         times = [int(self.t_ns[0]), int(self.t_ns[-1]), int(self.imu_ns[0]), int(self.imu_ns[-1])]
         times += [t for t, _ in self.segment_items]
@@ -379,6 +382,46 @@ class TrueTraceAdapter:
         items.sort(key=lambda x: x[0])
         return items
 
+    def _extra_hands(self, hands: HandFrames) -> dict[tuple[int, int], ExtraHand]:
+        """(row, side) -> the second hand under that label, where its keypoints are finite."""
+        out: dict[tuple[int, int], ExtraHand] = {}
+        for e in hands.extra:
+            if not np.all(np.isfinite(e.kp3d)):
+                self.warnings.append(f'{hands.path.name}: clip frame {e.row}: a second '
+                                     f'{HANDS[e.side]} hand with NaN keypoints is not drawn')
+            elif (e.row, e.side) not in out:  # a third one: the annotation still lists it
+                out[(e.row, e.side)] = e
+        return out
+
+    def _label_flags(self, src: _Source) -> list[tuple[int, str]]:
+        """One /annotations item per frame that lists a hand label twice: both hands are
+        published, and which is which is a guess the user should see."""
+        hands = src.hands
+        by_frame: dict[int, list[ExtraHand]] = {}
+        for e in hands.extra:
+            by_frame.setdefault(e.row, []).append(e)
+        items = []
+        for row, extra in sorted(by_frame.items()):
+            listed = []
+            for side in sorted({e.side for e in extra}):
+                assert hands.confidence is not None
+                listed.append({'label': HANDS[side].capitalize(),
+                               'confidence': float(hands.confidence[row, side]),
+                               'published_as': f'/hands/{HANDS[side]}/keypoints, '
+                                               f'{HANDS[side]}_hand on /hands/markers'})
+                listed += [{'label': HANDS[side].capitalize(), 'confidence': e.confidence,
+                            'published_as': f'{HANDS[side]}_hand_2 on /hands/markers'
+                            if self.extra.get((row, side)) is e else 'not drawn (NaN)',
+                            'keypoints_3d_cam0_m': np.round(e.kp3d.astype(float), 5).tolist()}
+                           for e in extra if e.side == side]
+            doc = {'type': 'hand_label_twice', 'clip_frame': row,
+                   'source_frame': None if hands.source_frame is None
+                   else int(hands.source_frame[row]),
+                   'why': 'one label listed twice: the 2D model swapped a hand label',
+                   'hands': listed}
+            items.append((int(self.t_ns[row]), json.dumps(doc)))
+        return items
+
     def _reports(self, src: _Source) -> None:
         ext, calib = self.ext, src.calib
         if ext.source == 'refined':
@@ -524,6 +567,8 @@ class TrueTraceAdapter:
 
     def _markers(self) -> Stream:
         ok, t_ns, frame, cfg = self.hand_ok, self.t_ns, self.frames['cam0'], self.config
+        extra = self.extra
+        conf = self.src.hands.confidence
 
         def gen() -> Iterator[tuple[int, Any]]:
             for i, kp in self._frames_with_hands():
@@ -538,6 +583,19 @@ class TrueTraceAdapter:
                     for h, side in enumerate(HANDS):
                         out.markers += _hand_markers(side, kp[h] if ok[i, h] else None, t, frame,
                                                      cfg)
+                    if extra:  # an episode with swapped labels: both hands, with confidence
+                        assert conf is not None
+                        for h, side in enumerate(HANDS):
+                            e = extra.get((i, h))
+                            first = (None if e is None or not ok[i, h] else
+                                     (kp[h], f'{side.capitalize()} {conf[i, h]:.3f}'))
+                            out.markers.append(_label_marker(f'{side}_hand', first, t, frame))
+                            out.markers += _hand_markers(side, None if e is None else e.kp3d,
+                                                         t, frame, cfg,
+                                                         ns=f'{side}_hand_2')
+                            out.markers.append(_label_marker(
+                                f'{side}_hand_2', None if e is None else
+                                (e.kp3d, f'{side.capitalize()} {e.confidence:.3f}'), t, frame))
                 yield t, out
         return Stream('/hands/markers', 'visualization_msgs/msg/MarkerArray', gen,
                       count=len(t_ns), approx_bytes=2000)
@@ -569,8 +627,27 @@ def _point_pose(p: np.ndarray) -> Pose:
     return pose
 
 
+def _label_marker(ns: str, what: tuple[np.ndarray, str] | None, t: int, frame: str) -> Marker:
+    """A hand's label and confidence as text (id 2) above its wrist, or its DELETE."""
+    m = Marker()
+    m.header.stamp, m.header.frame_id = stamp(t), frame
+    m.ns, m.id, m.type = ns, 2, Marker.TEXT_VIEW_FACING
+    if what is None:
+        m.action = Marker.DELETE
+        return m
+    kp, text = what
+    m.action = Marker.ADD
+    m.pose.position.x, m.pose.position.y, m.pose.position.z = (float(v) for v in kp[0])
+    m.pose.position.y -= 0.02  # above the wrist (cam0 y is down)
+    m.pose.orientation.w = 1.0
+    m.scale.z = 0.015
+    m.color.r = m.color.g = m.color.b = m.color.a = 1.0
+    m.text = text
+    return m
+
+
 def _hand_markers(side: str, kp: np.ndarray | None, t: int, frame: str,
-                  cfg: dict[str, Any]) -> list[Marker]:
+                  cfg: dict[str, Any], ns: str | None = None) -> list[Marker]:
     """Joints (SPHERE_LIST, id 0) and bones (LINE_LIST, id 1) of one hand, or their DELETE."""
     out = []
     colour = ColorRGBA()
@@ -580,7 +657,7 @@ def _hand_markers(side: str, kp: np.ndarray | None, t: int, frame: str,
     for mid, kind in ((0, Marker.SPHERE_LIST), (1, Marker.LINE_LIST)):
         m = Marker()
         m.header.stamp, m.header.frame_id = stamp(t), frame
-        m.ns, m.id, m.type = f'{side}_hand', mid, kind
+        m.ns, m.id, m.type = ns or f'{side}_hand', mid, kind
         if kp is None:
             m.action = Marker.DELETE  # this hand is not kept in this frame
         else:

@@ -256,6 +256,9 @@ class HandFrames:
     kp2d: np.ndarray | None = None  # [N, 2, 21, 2] float32
     reproj: np.ndarray | None = None  # [N, 2, 21] float32
     triangulated: np.ndarray | None = None  # [N, 2, 21, 3] float32 (folder only)
+    confidence: np.ndarray | None = None  # [N, 2] (folder only), NaN where absent
+    # A second hand under a label already taken in its frame (folder only, by row).
+    extra: list['ExtraHand'] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     _h5: Path | None = None
 
@@ -286,6 +289,19 @@ class HandFrames:
                     np.asarray(f['hands/reprojection_px'][idx], dtype=np.float32))
 
 
+@dataclass(frozen=True)
+class ExtraHand:
+    """The less confident of two hands one frame lists under the same label."""
+
+    row: int
+    side: int  # its label, 0 left, 1 right
+    confidence: float
+    kp3d: np.ndarray  # [21, 3]
+    kp2d: np.ndarray  # [21, 2]
+    reproj: np.ndarray  # [21]
+    triangulated: np.ndarray | None  # [21, 3]
+
+
 def _points(v: Any, dims: int, what: str, path: Path, line: int) -> np.ndarray:
     shape = f'{JOINTS} x {dims}' if dims else str(JOINTS)
     if not isinstance(v, list) or len(v) != JOINTS:
@@ -314,11 +330,12 @@ def read_hands_jsonl(path: Path) -> HandFrames:
                      np.full((n, 2, JOINTS, 3), nan, dtype=np.float32),
                      np.full((n, 2, JOINTS, 2), nan, dtype=np.float32),
                      np.full((n, 2, JOINTS), nan, dtype=np.float32),
-                     np.full((n, 2, JOINTS, 3), nan, dtype=np.float32))
+                     np.full((n, 2, JOINTS, 3), nan, dtype=np.float32),
+                     np.full((n, 2), np.nan))
     assert out.kp3d is not None and out.kp2d is not None and out.reproj is not None
     assert out.triangulated is not None and out.clip_frame is not None
     assert out.source_frame is not None
-    duplicates = 0
+    duplicates: set[int] = set()
     for row, (line, s) in enumerate(lines):
         try:
             doc = json.loads(s)
@@ -355,18 +372,28 @@ def read_hands_jsonl(path: Path) -> HandFrames:
             tri = h.get('keypoints_3d_triangulated_m')
             tri = _points(tri, 3, 'keypoints_3d_triangulated_m', path, line) \
                 if tri is not None else None
+            hand = ExtraHand(row, side, c, k3, k2, rp, tri)
             if out.present[row, side]:
-                duplicates += 1
+                # One label twice: the 2D model swapped one (format document, section 5).
+                # The more confident one takes the label's slot; the other is kept beside.
+                duplicates.add(row)
                 if c <= conf[side]:
-                    continue  # two hands with one label: the more confident one is kept
+                    out.extra.append(hand)
+                    continue
+                out.extra.append(ExtraHand(row, side, conf[side], out.kp3d[row, side].copy(),
+                                           out.kp2d[row, side].copy(),
+                                           out.reproj[row, side].copy(),
+                                           out.triangulated[row, side].copy()))
             out.present[row, side] = True
             conf[side] = c
+            out.confidence[row, side] = c
             out.kp3d[row, side], out.kp2d[row, side], out.reproj[row, side] = k3, k2, rp
-            if tri is not None:
-                out.triangulated[row, side] = tri
+            out.triangulated[row, side] = tri if tri is not None else nan
     if duplicates:
-        out.warnings.append(f'{path.name}: {duplicates} frame(s) list one hand label twice; '
-                            'the more confident hand is kept')
+        out.warnings.append(f'{path.name}: {len(duplicates)} frame(s) list one hand label '
+                            'twice (swapped labels); both hands are published, the less '
+                            'confident as <label>_hand_2 on /hands/markers, and the frame is '
+                            'flagged on /annotations')
     check_increasing(out.t_s, path, 't_s', first_line=1)
     return out
 
@@ -637,6 +664,7 @@ __all__ = [
     'JOINTS',
     'Calibration',
     'CameraCalibration',
+    'ExtraHand',
     'H5Export',
     'HandFrames',
     'ImuSamples',

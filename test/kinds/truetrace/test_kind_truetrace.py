@@ -262,6 +262,44 @@ def _left_hand_not_at_frame_7(bag: Path) -> None:
     assert len(stamps) == 50  # 51 left hands in the sample
 
 
+def _both_left_hands_at_frame_8(bag: Path) -> None:
+    """Frame 8 lists two Left hands (the right one mislabelled): neither is dropped. The
+    more confident is /hands/left/keypoints and left_hand; the other left_hand_2 on the
+    markers; each with its confidence as text; the frame is flagged on /annotations."""
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
+    (mcap,) = sorted(bag.glob('*.mcap'))
+    (hands,) = (bag.parent / 'input').glob(f'*/{HANDS}')  # bad_input_support's copy
+    line = json.loads(hands.read_text().splitlines()[8])
+    t8 = 1_000_000_000 + 8 * 1_000_000_000 // 30
+    got: dict[str, list] = {}
+    with open(mcap, 'rb') as f:
+        reader = make_reader(f, decoder_factories=[DecoderFactory()])
+        for _, ch, message, msg in reader.iter_decoded_messages(
+                topics=['/hands/left/keypoints', '/hands/right/keypoints', '/hands/markers',
+                        '/annotations']):
+            if message.log_time == t8:
+                got.setdefault(ch.topic, []).append(msg)
+    assert '/hands/right/keypoints' not in got  # no hand is labelled Right at frame 8
+    (left,) = got['/hands/left/keypoints']
+    (markers,) = got['/hands/markers']
+    by = {(m.ns, m.id): m for m in markers.markers}
+    first, second = by[('left_hand', 0)], by[('left_hand_2', 0)]
+    assert first.action == second.action == 0 and len(second.points) == 21
+    pts = np.array([[p.position.x, p.position.y, p.position.z] for p in left.poses])
+    np.testing.assert_array_equal(pts, [[p.x, p.y, p.z] for p in first.points])
+    assert not np.allclose(pts, [[p.x, p.y, p.z] for p in second.points], atol=0.01)
+    texts = [by[('left_hand', 2)].text, by[('left_hand_2', 2)].text]
+    conf = [float(x.split()[1]) for x in texts]
+    assert all(x.startswith('Left ') for x in texts) and conf[0] >= conf[1]
+    assert by[('right_hand_2', 0)].action == 2  # DELETE: no second Right
+    (flag,) = [json.loads(m.data) for m in got['/annotations']
+               if json.loads(m.data)['type'] == 'hand_label_twice']
+    assert flag['clip_frame'] == 8 and flag['source_frame'] == 308
+    assert [h['confidence'] for h in flag['hands']] == conf
+    assert sorted(h['confidence'] for h in line['hands']) == sorted(conf)
+
+
 def _quaternion_wxyz_without_refined(doc: dict) -> None:
     # The documented x, y, z, w stored as w, x, y, z, and no refined values to fall back on.
     doc.pop('refined_stereo_extrinsics')
@@ -289,10 +327,11 @@ ACCEPTED = [
                  0, float('nan'))),
              ('/hands/left/keypoints', '1 pose(s) not published', 'NaN'),
              check=_left_hand_not_at_frame_7),
-    Accepted('one_label_twice_keeps_the_more_confident',
+    Accepted('one_label_twice_publishes_both_and_flags_the_frame',
              _hands_line(8, lambda d: d['hands'].__setitem__(1, {**d['hands'][1],
                                                                  'hand': 'Left'})),
-             ('hands_3d.jsonl', 'one hand label twice')),
+             ('hands_3d.jsonl', 'one hand label twice', 'both hands are published'),
+             check=_both_left_hands_at_frame_8),
 ]
 
 
