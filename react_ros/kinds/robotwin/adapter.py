@@ -32,6 +32,7 @@ from react_ros.adapters.base import (DatasetKind, Episode, EpisodeOptions, Episo
 from react_ros.adapters.poses import NON_UNIT, ZERO_QUATERNION, PosePolicy, PoseRule
 from react_ros.adapters.video_streams import MAX_SIDE
 from react_ros.errors import DatasetFormatError, ReactRosError
+from react_ros.kinds.robotwin import endpose as ee
 from react_ros.kinds.robotwin import hdf5 as rh
 from react_ros.formats.times import check_ns, seconds_to_ns
 from react_ros.formats.video import scaled_size
@@ -275,15 +276,20 @@ class RobotwinAdapter:
         return any(task == self.task and ep == self.number and emb in (None, self.embodiment)
                    for emb, task, ep in listed)
 
+    def _check(self, what: str, text: str, verdict: str, would: str) -> None:
+        """One conformance line of `info`, and under it what the wrong reading would read."""
+        self.report.append(f'conformance: {what}: {text}: {verdict}')
+        self.report.append(f'  would read: {would}')
+
     def _conformance(self) -> None:
         """The document's own cross-checks, each with what the classic mistake would read."""
         cfg = self.config
         head = self.ep.head
         gl, gl_raw = head.gl_disagreement(), head.gl_disagreement(flip=False)
         ok = gl <= float(cfg['max_gl_disagreement'])
-        self.report.append(f'conformance: head camera pose: cam2world_gl (GL->CV axes) vs '
-                           f'inverse(extrinsic_cv) max {gl:.2g} over {self.ep.t} frames; '
-                           f'{gl_raw:.2g} without the axis flip: {"OK" if ok else "FAIL"}')
+        self._check('head camera pose', f'cam2world_gl (GL->CV axes) vs inverse(extrinsic_cv) '
+                    f'max {gl:.2g} over {self.ep.t} frames', 'OK' if ok else 'FAIL',
+                    f'{gl_raw:.2g} with cam2world_gl taken as OpenCV axes (no axis flip)')
         if not ok:
             self.warnings.append(f'{self.path.name}: cam2world_gl disagrees with extrinsic_cv '
                                  f'by {gl:.2g} (the document: <= 2e-7); TF uses extrinsic_cv')
@@ -299,10 +305,9 @@ class RobotwinAdapter:
             depth = depth_check(fr, head, i, self.ep.t)
         published, swapped = check
         ok = published < swapped
-        self.report.append(f'conformance: head rgb channels: point-cloud colours vs the image '
-                           f'(frame {i}) MAE {published:.2f}/255 as published (R and B swapped '
-                           f'back); {swapped:.2f}/255 as the JPEG decodes: '
-                           f'{"OK" if ok else "FAIL"}')
+        self._check('head rgb channels', f'point-cloud colours vs the image (frame {i}) MAE '
+                    f'{published:.2f}/255 as published (R and B swapped back)',
+                    'OK' if ok else 'FAIL', f'{swapped:.2f}/255 as the JPEG decodes (no swap)')
         if not ok:
             self.warnings.append(f'{self.path.name}: the point cloud\'s colours match the '
                                  'image better as the JPEG decodes than swapped: this file\'s '
@@ -311,14 +316,115 @@ class RobotwinAdapter:
         ok = same <= float(cfg['max_depth_median_mm'])
         later_text = f'{later:.1f} mm 4 frames later' if later is not None else \
             'no frame 4 later'
-        self.report.append(f'conformance: depth: point cloud vs the same frame\'s depth '
-                           f'median {same:.2f} mm (published in metres); {later_text}; '
-                           f'{as_mm:.0f} mm if the millimetres were read as metres: '
-                           f'{"OK" if ok else "FAIL"}')
+        self._check('depth', f'point cloud vs the same frame\'s depth median {same:.2f} mm '
+                    f'(published in metres); {later_text}', 'OK' if ok else 'FAIL',
+                    f'{as_mm:.0f} mm with the millimetres read as metres')
         if not ok:
             self.warnings.append(f'{self.path.name}: the point cloud lands {same:.0f} mm from '
                                  f'the depth of its own frame {i}: depth is not millimetres, '
                                  'or the modalities are not of one frame')
+        self._joint_conformance()
+        if self.extra is not None:
+            for side in rh.SIDES:
+                self._endpose_conformance(side)
+            if self.extra.mesh_entity is not None:
+                self._mesh_table_conformance(i)
+
+    def _mesh_table_conformance(self, i: int) -> None:
+        """The mesh id -> entity table turns frame i's mesh ids into its actor ids."""
+        assert self.extra is not None and self.extra.mesh_entity is not None
+        with rh.Frames(self.extra.path) as fr:
+            actor = fr.get(f'{rh.HEAD}/actor_id', i).astype(np.int64)
+            mesh = fr.get(f'{rh.HEAD}/mesh_id', i).astype(np.int64)
+        seen = mesh != 0  # 0: nothing hit (background), in no table
+        table = self.extra.mesh_entity
+        mapped = np.array([table.get(int(m), -1) for m in mesh[seen]], dtype=np.int64)
+        n = int(seen.sum())
+        if n == 0:
+            self.report.append(f'conformance: mesh id table: frame {i} shows no mesh: '
+                               'not checked')
+            return
+        agree = float(np.mean(mapped == actor[seen]))
+        raw = float(np.mean(mesh[seen] == actor[seen]))
+        ok = agree == 1.0
+        self._check('mesh id table', f'segmentation/mesh_id -> mesh_entity_id maps frame {i}\'s '
+                    f'mesh ids onto its actor ids at {agree:.1%} of {n} pixels',
+                    'OK' if ok else 'FAIL', f'mesh ids taken as entity ids: {raw:.1%} agree')
+        if not ok:
+            self.warnings.append(f'{self.extra.path.name}: the mesh id table gives another '
+                                 f'entity than actor_id at {1 - agree:.1%} of frame {i}\'s '
+                                 'pixels')
+
+    def _joint_conformance(self) -> None:
+        """joint_action/vector is left arm, left gripper, right arm, right gripper (the names'
+        order in config.yaml), and endpose/<side>_gripper is the same opening."""
+        ep = self.ep
+        parts = {s: np.concatenate([ep.arm[s], ep.joint_gripper[s][:, None]], axis=1)
+                 for s in rh.SIDES}
+        stored = np.abs(ep.joints - np.concatenate([parts['left'], parts['right']], axis=1))
+        other = np.abs(ep.joints - np.concatenate([parts['right'], parts['left']], axis=1))
+        grip = max(float(np.max(np.abs(ep.gripper[s] - ep.joint_gripper[s]))) for s in rh.SIDES)
+        ok = float(stored.max()) <= 1e-9
+        self._check('joint order', f'joint_action/vector = left_arm, left_gripper, right_arm, '
+                    f'right_gripper (max diff {stored.max():.2g}); endpose/*_gripper vs '
+                    f'joint_action/*_gripper max diff {grip:.2g}', 'OK' if ok else 'FAIL',
+                    f'right side first: max diff {other.max():.2g}')
+        if not ok:
+            self.warnings.append(f'{self.path.name}: joint_action/vector is not left_arm, '
+                                 'left_gripper, right_arm, right_gripper: the joint names of '
+                                 '/joint_states may be on the wrong columns')
+
+    def _endpose_conformance(self, side: str) -> None:
+        """Which robot link the end pose rides on, in which quaternion order and frame."""
+        assert self.extra is not None
+        cfg = self.config
+        tol_mm, tol_deg = float(cfg['max_endpose_offset_mm']), float(cfg['max_endpose_offset_deg'])
+        robot = [j for j, r in enumerate(self.extra.is_robot) if r]
+        ok_rows = self.endpose_ok[side]
+        links = {}
+        for j in robot:
+            rows = ok_rows & self.entity_ok[:, j]
+            if rows.sum() >= 2:
+                links[self.entity_frames[j]] = (self.entity_pose[rows, j], rows)
+        what = f'{side} end pose'
+        if not links:
+            self.report.append(f'conformance: {what}: no robot link pose in '
+                               f'{self.extra.path.name}: order and frame not checked')
+            return
+        end = self.endpose[side]
+        scored = [(s.mm / tol_mm + s.deg / tol_deg, name, s)
+                  for name, (track, rows) in links.items() for s in [ee.spread(track, end[rows])]]
+        _, link, best = min(scored, key=lambda x: x[0])
+        track, rows = links[link]
+        other = ee.spread(track, ee.as_stored_xyzw(self.ep.endpose[side])[rows])
+        wrong = [f'x y z qx qy qz qw (the other order): the offset varies by {other.text()}']
+        base = self._robot_base()
+        if base is not None:
+            name, pose = base
+            in_base = ee.spread(track, ee.compose(pose[rows], end[rows]))
+            wrong.append(f'relative to the robot base {name}: the offset varies by '
+                         f'{in_base.text()}')
+        told = not other.within(tol_mm, tol_deg)
+        verdict = 'OK' if best.within(tol_mm, tol_deg) and told else \
+            'FAIL' if not best.within(tol_mm, tol_deg) else 'CANNOT TELL'
+        off = ', '.join(str(int(round(v))) for v in best.offset_mm)
+        rot = ', '.join(str(int(round(v))) for v in best.offset_rotvec_deg)
+        self._check(what, f'/{side}_endpose (stored x y z qw qx qy qz, world) = {link} · a '
+                    f'fixed offset (translation [{off}] mm, rotation vector [{rot}]°): varies '
+                    f'by {best.text()} over {int(rows.sum())} frames', verdict, '; '.join(wrong))
+        if verdict == 'FAIL':
+            self.warnings.append(f'{self.path.name}: endpose/{side}_endpose is no fixed offset '
+                                 f'from any robot link of {self.extra.path.name} (closest '
+                                 f'{link}: {best.text()}): not x y z qw qx qy qz in world?')
+
+    def _robot_base(self) -> tuple[str, np.ndarray] | None:
+        """The first robot link that stays put over the episode: the arms' base."""
+        assert self.extra is not None
+        for j, r in enumerate(self.extra.is_robot):
+            if r and self.entity_ok[:, j].all() and ee.still(
+                    self.entity_pose[:, j], 1e-3, 1e-3):
+                return self.entity_frames[j], self.entity_pose[:, j]
+        return None
 
     # -- streams --------------------------------------------------------------------------
     def _streams(self) -> list[Stream]:
@@ -334,6 +440,9 @@ class RobotwinAdapter:
                 streams += self._camera(cam, self.extra.path, cal)
         streams += [self._cloud(), self._joint_states()]
         streams += [self._endpose(s) for s in rh.SIDES]
+        streams += [self._gripper(s) for s in rh.SIDES]
+        if self.extra is not None and self.extra.mesh_entity is not None:
+            streams.append(self._id_table())
         streams.append(self._annotations())
         return streams
 
@@ -500,6 +609,45 @@ class RobotwinAdapter:
         return self._per_row(f'/{side}_endpose', 'geometry_msgs/msg/PoseStamped',
                              lambda r, t: pose_stamped(poses[r], t, world),
                              rows=self.rows[ok[self.rows]])
+
+    def _gripper(self, side: str) -> Stream:
+        """endpose/<side>_gripper: RoboTwin's normalised opening (0 closed .. 1 open)."""
+        values = self.ep.gripper[side]
+        name = f'{side}_gripper'
+
+        def build(r: int, t: int) -> JointState:
+            msg = JointState()
+            msg.header.stamp = stamp(t)
+            msg.name = [name]
+            msg.position = [float(values[r])]
+            return msg
+        return self._per_row(f'/{side}_gripper', 'sensor_msgs/msg/JointState', build, approx=60)
+
+    def _id_table(self) -> Stream:
+        """segmentation/mesh_id -> entity, with each entity's name and TF frame (latched JSON).
+
+        The values of /head_camera/segmentation/mesh_id/image_raw index `mesh_to_entity`;
+        those of .../actor_id/image_raw (and the mesh table's values) index `entities`.
+        """
+        assert self.extra is not None and self.extra.mesh_entity is not None
+        table = self.extra.mesh_entity
+        meshes: dict[int, list[int]] = {}
+        for m, e in sorted(table.items()):
+            meshes.setdefault(e, []).append(m)
+        doc = {'mesh_to_entity': {str(m): e for m, e in sorted(table.items())},
+               'entities': {str(e): {'name': n, 'frame': fr, 'articulation': a, 'kind': k,
+                                     'is_robot': bool(rb), 'mesh_ids': meshes.get(e, [])}
+                            for e, n, fr, a, k, rb in zip(
+                                self.extra.entity_id.tolist(), self.extra.name,
+                                self.entity_frames, self.extra.articulation, self.extra.kind,
+                                self.extra.is_robot)}}
+        text = json.dumps(doc)
+        t0 = int(self.t_ns[self.rows[0]])
+
+        def gen() -> Iterator[tuple[int, Any]]:
+            yield t0, String(data=text)
+        return Stream('/head_camera/segmentation/id_table', 'std_msgs/msg/String', gen,
+                      latched=True, count=1, approx_bytes=len(text) + 50)
 
     def _annotations(self) -> Stream:
         doc: dict[str, Any] = {

@@ -313,6 +313,8 @@ class ExtraFile:
     pose: np.ndarray  # (T, N, 7) x y z qw qx qy qz
     wrist: dict[str, Calibration]
     attrs: dict[str, Any] = field(default_factory=dict)  # segmentation attributes, parsed
+    # segmentation/mesh_id -> segmentation/mesh_entity_id: which entity each mesh id is of
+    mesh_entity: dict[int, int] | None = None
 
 
 def _strings(f: h5py.File, key: str, path: Path, n: int | None) -> list[str]:
@@ -385,7 +387,33 @@ def read_extra(path: Path, t: int, size: tuple[int, int]) -> ExtraFile:
                 wrist[cam] = _camera(f, group, path, t)
                 wrist[cam].size = _check_frames(rgb, f'{group}/rgb', path)
         attrs = _attributes(f, path)
-    return ExtraFile(path, t, entity_id, name, articulation, kind, is_robot, pose, wrist, attrs)
+        mesh_entity = _mesh_table(f, path, set(entity_id.tolist()))
+    return ExtraFile(path, t, entity_id, name, articulation, kind, is_robot, pose, wrist, attrs,
+                     mesh_entity)
+
+
+def _mesh_table(f: h5py.File, path: Path, entities: set[int]) -> dict[int, int] | None:
+    """segmentation/mesh_id -> mesh_entity_id, checked: one entity per mesh id, a known one."""
+    if 'segmentation/mesh_id' not in f and 'segmentation/mesh_entity_id' not in f:
+        return None
+    cols = []
+    for key in ('segmentation/mesh_id', 'segmentation/mesh_entity_id'):
+        ds = _dataset(f, key, path)
+        if ds.ndim != 1 or ds.dtype.kind not in 'ui' or ds.shape[0] > MAX_ENTITIES * 100:
+            raise DatasetFormatError(path, f'dataset {key} has shape {ds.shape} and type '
+                                     f'{ds.dtype}, expected (M,) integers')
+        cols.append(_read(ds, key, path).astype(np.int64).tolist())
+    mesh, owner = cols
+    if len(mesh) != len(owner):
+        raise DatasetFormatError(path, f'segmentation/mesh_id has {len(mesh)} ids but '
+                                 f'segmentation/mesh_entity_id {len(owner)}')
+    if len(set(mesh)) != len(mesh):
+        raise DatasetFormatError(path, 'segmentation/mesh_id repeats an id')
+    unknown = sorted(set(owner) - entities)
+    if unknown:
+        raise DatasetFormatError(path, f'segmentation/mesh_entity_id names entity '
+                                 f'{unknown[0]}, which entities/entity_id does not hold')
+    return dict(zip(mesh, owner))
 
 
 def _attributes(f: h5py.File, path: Path) -> dict[str, Any]:

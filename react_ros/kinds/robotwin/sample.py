@@ -50,7 +50,14 @@ ENTITIES = [
     (150, 'link_lid', '015_laptop', 'link', False, 0.08, (200, 200, 40)),
     (20, 'fl_link6', 'aloha', 'link', True, 0.05, (60, 60, 60)),
     (21, 'fr_link6', 'aloha', 'link', True, 0.05, (90, 90, 90)),
+    (19, 'footprint', 'aloha', 'link', True, 0.0, (0, 0, 0)),  # the robot's base, not drawn
 ]
+# RoboTwin's end pose is the end link's world pose times a fixed rotation (the
+# embodiment's global_trans_matrix: diag(1, -1, -1) for the Agilex arms) and a shift
+# along the gripper (gripper_bias - 0.12 = 0 m for endpose/). The sample keeps that
+# relation, so the end-pose check (endpose.py) has something to find.
+LINK_TO_ENDPOSE = Rotation.from_matrix(np.diag([1.0, -1.0, -1.0]))
+BASE_POSE = (np.array([0.0, -0.65, 0.0]), Rotation.from_euler('z', np.pi / 2))
 GZIP = {'compression': 'gzip', 'compression_opts': 1, 'shuffle': True}
 
 
@@ -321,10 +328,14 @@ def _write_extra(path: Path, scene: _Scene, t: int, ids: dict[str, list[np.ndarr
     pose = np.zeros((t, n, 7), np.float32)
     for i in range(t):
         for j, e in enumerate(ENTITIES):
-            if e[5] == 0.0:
+            if e[0] == 19:
+                pose[i, j, :3], pose[i, j, 3:] = BASE_POSE[0], _quat_wxyz(BASE_POSE[1])
+            elif e[5] == 0.0:
                 pose[i, j] = [0, 0, 0, 1, 0, 0, 0]
             elif e[0] in (20, 21):
-                pose[i, j] = scene.endpose(0 if e[0] == 20 else 1, i)
+                ep = scene.endpose(0 if e[0] == 20 else 1, i)
+                rot = Rotation.from_quat([*ep[4:7], ep[3]]) * LINK_TO_ENDPOSE.inv()
+                pose[i, j, :3], pose[i, j, 3:] = ep[:3], _quat_wxyz(rot)
             else:
                 pose[i, j, :3] = scene.centre(j, i)
                 pose[i, j, 3:] = _quat_wxyz(scene.rotation(j, i))

@@ -188,6 +188,11 @@ REFUSED = [
             ('repeats',), ID),
     Refused('targets that are not JSON', _h5(EXTRA0, _attr('targets', '{"A": unique')), EXTRA0,
             ('targets', 'JSON'), ID),
+    Refused('mesh table of two lengths', _h5(EXTRA0, _replace(
+        'segmentation/mesh_entity_id', lambda d: d[:-1])), EXTRA0,
+            ('segmentation/mesh_id has', 'mesh_entity_id'), ID),
+    Refused('mesh table naming an unknown entity', _h5(EXTRA0, _set(
+        'segmentation/mesh_entity_id', 0, 77)), EXTRA0, ('entity 77',), ID),
     Refused('replay report that is not JSON', _write(REPORT, '[{"task": '), REPORT, ('JSON',),
             ID),
     Refused('wrong embodiment for the joints', None, EP0, ('14 columns', 'franka'),
@@ -251,7 +256,9 @@ class TestRobotwinKind(KindContract):
     kind = 'robotwin'
     episode_id = EPISODE
     counts = {'/head_camera/image_raw': 20, '/head_camera/camera_info': 20, '/pointcloud': 20,
-              '/left_camera/image_raw': 20, '/tf_static': 1, '/annotations': 1}
+              '/left_camera/image_raw': 20, '/tf_static': 1, '/annotations': 1,
+              '/left_gripper': 20, '/right_gripper': 20,
+              '/head_camera/segmentation/id_table': 1}
     REFUSED = REFUSED
     ACCEPTED = ACCEPTED
 
