@@ -24,6 +24,7 @@ session is refused.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Iterator
@@ -31,8 +32,7 @@ from typing import Any, ClassVar, Iterator
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from scipy.spatial.transform import Rotation
-from std_msgs.msg import ColorRGBA
-from visualization_msgs.msg import Marker, MarkerArray
+from std_msgs.msg import String
 
 from react_ros.adapters.base import DatasetKind, Episode, EpisodeOptions, EpisodeRef
 from react_ros.adapters.poses import NON_UNIT, ZERO_QUATERNION, PosePolicy, PoseRule
@@ -40,6 +40,8 @@ from react_ros.errors import DatasetFormatError
 from react_ros.kinds.objects.session import (
     HELD_BY, MARKERS_NPZ, MOTION, OBJECTS_JSON, OBJECTS_NPZ, QUALITY, Instance,
     frames_of, marker_residual_mm, read_session, rigid_faults, scan_markers, scan_poses)
+from react_ros.kinds.objects.marker_cdr import CUBE, TRIANGLE_LIST, MeshGeometry, write_marker
+from react_ros.kinds.objects.ply_mesh import ply_triangles
 from react_ros.formats.ply import ply_bounds
 from react_ros.formats.times import check_ns, seconds_to_ns
 from react_ros.options import KindOptions, at_least, option
@@ -50,6 +52,8 @@ from react_ros.streams import Stream
 
 # Colours are float32 on the wire: values exact in float32 read back equal.
 MARKER_NS = 'objects'
+MESH_RGBA = (0.75, 0.625, 0.5, 1.0)
+BOX_RGBA = (0.375, 0.625, 0.875, 0.625)
 RAW_NS = 'raw_markers'
 
 
@@ -71,6 +75,18 @@ def _sessions(root: Path) -> list[str]:
     if not (root / 'objects').is_dir():
         return []
     return sorted(c.name for c in root.iterdir() if c.is_dir() and _session_folder(c))
+
+
+def _instance_values(inst: Instance) -> list[KeyValue]:
+    """What an instance is, beside its per-frame state: the file's own words.
+
+    calib_rms_mm as Python writes the float ('nan' where the instance has no
+    calibration); mesh as stored, a path from the release root ('' without one).
+    """
+    return [KeyValue(key='pose_frame', value=inst.pose_frame),
+            KeyValue(key='source', value=inst.source),
+            KeyValue(key='calib_rms_mm', value=repr(inst.calib_rms_mm)),
+            KeyValue(key='mesh', value=inst.mesh)]
 
 
 def _level(valid: bool, quality: int) -> tuple[bytes, str]:
@@ -100,6 +116,7 @@ class ObjectsAdapter:
         self.config = KIND.config()
         self.warnings: list[str] = []
         self.chunk = int(self.config.get('chunk_frames', 600))
+        self.mesh_cache: dict[Path, MeshGeometry] = {}
 
     # -- validation, all before any stream exists ----------------------------------------
     def open(self) -> Episode:
@@ -144,6 +161,8 @@ class ObjectsAdapter:
         self.t_ns = base + np.round(s.t_s * 1e9).astype(np.int64)
         check_ns(int(self.t_ns[-1]), s.objects.path, "the last frame (time_base_s + key 't')")
         self.boxes = {i.name: self._box_size(i) for i in s.instances if i.mesh_path is None}
+        self.meshes = {i.name: self._geometry(i.mesh_path) for i in s.instances
+                       if i.mesh_path is not None}
         return Episode(kind=self.kind, path=root, start_ns=int(self.t_ns[0]),
                        end_ns=int(self.t_ns[-1]), streams=self._streams(),
                        warnings=self.warnings, report=self._report(scan.median_m),
@@ -182,6 +201,12 @@ class ObjectsAdapter:
                 self.warnings.append(f'{exc}; {inst.name} drawn as the default box')
         return [float(v) for v in self.config.get('default_box_m', [0.3, 0.3, 0.3])]
 
+    def _geometry(self, path: Path) -> MeshGeometry:
+        """A mesh read once however many instances draw it."""
+        if path not in self.mesh_cache:
+            self.mesh_cache[path] = MeshGeometry.of(ply_triangles(path))
+        return self.mesh_cache[path]
+
     def _report(self, median_m: float) -> list[str]:
         s = self.session
         lines = [f'objects: {s.n} instance(s), {s.frames} frames at '
@@ -202,6 +227,13 @@ class ObjectsAdapter:
                 f'{100 * np.mean(s.motion[i] == 2):.1f} %, calib_rms_mm '
                 f'{inst.calib_rms_mm:.2f}')
         lines += self._marker_check()
+        for inst in s.instances:
+            geometry = self.meshes.get(inst.name)
+            if geometry is not None:
+                lines.append(f'  mesh {inst.name}: {inst.mesh}, {geometry.triangles} triangles '
+                             f'carried in /objects/markers as a TRIANGLE_LIST '
+                             f'({geometry.rows.nbytes / 1e6:.2f} MB a message; no file:// '
+                             'path, the bag needs no release)')
         lines.append(f'  absent (objects.json, not in the npz): {", ".join(s.absent) or "none"}')
         lines.append(f'  files present but not read (undocumented here, never guessed at): '
                      f'{", ".join(s.unread) or "none"}')
@@ -255,7 +287,26 @@ class ObjectsAdapter:
             streams.insert(0, static)
         if self.seen is not None:
             streams.append(self._raw_markers())
+        if (self.session.root / OBJECTS_JSON).is_file():
+            streams.append(self._annotations())
         return streams
+
+    def _annotations(self) -> Stream:
+        """objects.json's `absent` rigid bodies (and how the object list was decided), once."""
+        s, t0 = self.session, int(self.t_ns[0])
+        item: dict[str, Any] = {'type': 'absent', 'time_ns': t0, 'source': OBJECTS_JSON,
+                                'absent': s.absent,
+                                'meaning': 'mocap rigid bodies with under 1 s of valid pose: '
+                                'defined in the capture software, not in the take, left out '
+                                f'of {OBJECTS_NPZ}'}
+        if 'object_list' in s.doc:
+            item['object_list'] = s.doc['object_list']
+        text = json.dumps(item, sort_keys=True)
+
+        def gen() -> Iterator[tuple[int, Any]]:
+            yield t0, String(data=text)
+        return Stream('/annotations', 'std_msgs/msg/String', gen, count=1,
+                      approx_bytes=len(text) + 8)
 
     def _tf_static(self) -> Stream | None:
         t0 = int(self.t_ns[0])
@@ -305,26 +356,16 @@ class ObjectsAdapter:
             edges |= np.concatenate([[True], slot[1:] != slot[:-1]])
         return np.flatnonzero(edges)
 
-    def _instance_marker(self, inst: Instance, t: int) -> Marker:
-        m = Marker()
-        m.header.stamp = stamp(t)
-        m.header.frame_id = inst.name
-        m.ns, m.id = MARKER_NS, inst.index
-        m.action = Marker.ADD
-        m.frame_locked = True
-        m.pose.orientation.w = 1.0
-        if inst.mesh_path is not None:
-            m.type = Marker.MESH_RESOURCE
-            m.mesh_resource = 'file://' + str(inst.mesh_path)
-            m.mesh_use_embedded_materials = True
-            m.scale.x = m.scale.y = m.scale.z = 1.0
-            m.color = ColorRGBA(r=0.75, g=0.625, b=0.5, a=1.0)
+    def _write_instance_marker(self, w: CdrWriter, inst: Instance, t: int) -> None:
+        """The instance's marker: its mesh's triangles, or a box; no file is named."""
+        geometry = self.meshes.get(inst.name)
+        if geometry is not None:
+            write_marker(w, t, inst.name, MARKER_NS, inst.index, TRIANGLE_LIST,
+                         (1.0, 1.0, 1.0), MESH_RGBA, inst.name, geometry)
         else:
-            m.type = Marker.CUBE
-            m.scale.x, m.scale.y, m.scale.z = self.boxes[inst.name]
-            m.color = ColorRGBA(r=0.375, g=0.625, b=0.875, a=0.625)
-        m.text = inst.name
-        return m
+            size = self.boxes[inst.name]
+            write_marker(w, t, inst.name, MARKER_NS, inst.index, CUBE,
+                         (size[0], size[1], size[2]), BOX_RGBA, inst.name)
 
     def _markers(self) -> Stream:
         frames = self.marker_frames()
@@ -333,18 +374,17 @@ class ObjectsAdapter:
         def gen() -> Iterator[tuple[int, Any]]:
             for k in frames:
                 t = int(t_ns[k])
-                out = MarkerArray()
+                w = CdrWriter()
+                w.u32(len(instances))
                 for inst in instances:
                     if ok[inst.index, k]:
-                        out.markers.append(self._instance_marker(inst, t))
+                        self._write_instance_marker(w, inst, t)
                     else:
-                        m = Marker(ns=MARKER_NS, id=inst.index, action=Marker.DELETE)
-                        m.header.stamp = stamp(t)
-                        m.header.frame_id = inst.name
-                        out.markers.append(m)
-                yield t, out
+                        delete_marker_cdr(w, t, inst.name, MARKER_NS, inst.index)
+                yield t, w.bytes()
+        points = sum(g.rows.nbytes for g in self.meshes.values())
         return Stream('/objects/markers', 'visualization_msgs/msg/MarkerArray', gen,
-                      count=len(frames), approx_bytes=300 * len(instances))
+                      count=len(frames), approx_bytes=300 * len(instances) + points)
 
     def status_frames(self) -> np.ndarray:
         """Frames where any instance's (valid, quality, motion, held_by) changes, and the first."""
@@ -356,6 +396,7 @@ class ObjectsAdapter:
     def _status(self) -> Stream:
         frames = self.status_frames()
         s, ok, t_ns = self.session, self.ok, self.t_ns
+        fixed = [_instance_values(inst) for inst in s.instances]
 
         def gen() -> Iterator[tuple[int, Any]]:
             for k in frames:
@@ -375,7 +416,8 @@ class ObjectsAdapter:
                         values=[KeyValue(key='valid', value='true' if valid else 'false'),
                                 KeyValue(key='quality', value=str(q)),
                                 KeyValue(key='motion', value=str(m)),
-                                KeyValue(key='held_by', value=str(h))]))
+                                KeyValue(key='held_by', value=str(h)),
+                                *fixed[i]]))
                 yield t, out
         return Stream('/objects/status', 'diagnostic_msgs/msg/DiagnosticArray', gen,
                       count=len(frames), approx_bytes=120 * s.n)

@@ -142,6 +142,8 @@ REFUSED = [
             NPZ, ('BigBox0', 'objects/BigBox/nope.ply', 'does not exist')),
     Refused('mesh file deleted', _mesh_deleted, NPZ, ('objects/BigBox/bigbox.ply',
                                                       'does not exist')),
+    Refused('mesh file not a PLY', _write('objects/BigBox/bigbox.ply', b'solid box\n'),
+            'objects/BigBox/bigbox.ply', ('not a PLY',)),
     Refused('mesh file a symlink loop', _mesh_symlink_loop, NPZ, ('objects/BigBox/bigbox.ply',
                                                                   'symlink loop')),
     Refused('t repeats', _item('t', 50, 49 / 120.0), NPZ, ("'t' does not increase",
@@ -208,7 +210,8 @@ ACCEPTED = [
 class TestObjectsKind(KindContract):
     kind = 'objects'
     # 360 frames at 120 Hz; markers: the first frame, 4 validity edges, refreshes at 1 s, 2 s.
-    counts = {'/tf': 360, '/tf_static': 1, '/objects/markers': 6, '/objects/raw_markers': 360}
+    counts = {'/tf': 360, '/tf_static': 1, '/objects/markers': 6, '/objects/raw_markers': 360,
+              '/annotations': 1}
     REFUSED = REFUSED
     ACCEPTED = ACCEPTED
 

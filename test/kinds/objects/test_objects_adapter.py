@@ -166,20 +166,30 @@ def test_markers_delete_and_add_at_the_validity_edges(release: Path,
     assert len(edges) == 4  # the first frame; LittleBox1 in; LittleBox0 out and back
 
 
-def test_mesh_instances_are_their_mesh_files_and_the_others_boxes(
+def test_mesh_instances_carry_their_triangles_and_the_others_are_boxes(
         release: Path, bag: dict[str, list]) -> None:
+    """The sample's meshes are boxes upright on the floor (origin at the bottom centre):
+    the triangles must span exactly that box and cover its surface area, with no file
+    named. The geometry is checked against the box sizes, not against the PLY reader."""
     f = files(release)
     _, msg = bag['/objects/markers'][-1]
     by_id = {m.id: m for m in msg.markers if m.action == 0}
     for i, name in enumerate(f['names']):
         m = by_id[i]
-        assert m.frame_locked
+        assert m.frame_locked and m.mesh_resource == '' and m.text == name
         if f['pose_frame'][i] == 'mesh':
-            assert m.type == 10  # MESH_RESOURCE
-            path = (release / str(f['mesh'][i])).resolve()
-            assert m.mesh_resource == f'file://{path}' and path.is_file()
+            assert m.type == 11  # TRIANGLE_LIST
+            sx, sy, sz = SIZES[str(f['object_type'][i])]
+            pts = np.array([[p.x, p.y, p.z] for p in m.points])
+            assert len(pts) == 36  # 6 faces, 2 triangles each
+            assert np.allclose(pts.min(axis=0), [-sx / 2, -sy / 2, 0], atol=1e-6)
+            assert np.allclose(pts.max(axis=0), [sx / 2, sy / 2, sz], atol=1e-6)
+            a, b, c = pts[0::3], pts[1::3], pts[2::3]
+            area = 0.5 * np.linalg.norm(np.cross(b - a, c - a), axis=1).sum()
+            assert np.isclose(area, 2 * (sx * sy + sy * sz + sz * sx), rtol=1e-5)
+            assert (m.scale.x, m.scale.y, m.scale.z) == (1.0, 1.0, 1.0)
         else:
-            assert m.type == 1  # CUBE
+            assert m.type == 1 and not m.points  # CUBE
     box = by_id[f['names'].index('LittleBox1')]  # rigid_body copy: its object's mesh bounds
     assert np.allclose([box.scale.x, box.scale.y, box.scale.z], SIZES['LittleBox'], atol=1e-6)
     table = by_id[f['names'].index('Table0')]  # no mesh at all: the documented default
@@ -213,7 +223,12 @@ def test_status_exactly_at_the_changes_with_the_files_values(release: Path,
             assert values == {'valid': 'true' if usable[i, k] else 'false',
                               'quality': str(f['quality'][i, k]),
                               'motion': str(f['motion'][i, k]),
-                              'held_by': str(f['held_by'][i, k])}
+                              'held_by': str(f['held_by'][i, k]),
+                              # what the instance is, from the file's own columns
+                              'pose_frame': str(f['pose_frame'][i]),
+                              'source': str(f['source'][i]),
+                              'calib_rms_mm': repr(float(f['calib_rms_mm'][i])),
+                              'mesh': str(f['mesh'][i])}
             assert s.level == (3 if not usable[i, k] else 0)  # STALE / OK (no quality 5)
     assert got == changes
     big = f['names'].index('BigBox0')  # the carried box changes all three

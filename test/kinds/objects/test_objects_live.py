@@ -51,6 +51,13 @@ def test_tf_markers_and_status_arrive_as_the_files_say(tmp_path: Path) -> None:
     got = [int(np.searchsorted(t_ns, to_ns(m.markers[0].header.stamp)))
            for m in received['/objects/markers']]
     assert got == edges
+    # live as in a bag: the mesh travels in the marker (a viewer on another machine has
+    # no file:// path to open)
+    first = {m.id: m for m in received['/objects/markers'][0].markers}
+    with np.load(root / SESSION / 'motions' / 'objects.npz') as z:
+        mesh_ids = [i for i, p in enumerate(z['pose_frame']) if str(p) == 'mesh']
+    assert mesh_ids and all(first[i].type == 11 and len(first[i].points) == 36
+                            and first[i].mesh_resource == '' for i in mesh_ids)
     assert len(received['/objects/status']) >= 2
     assert len(received['/objects/raw_markers']) == len(t)
     (static,) = received['/tf_static']
