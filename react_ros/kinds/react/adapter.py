@@ -16,7 +16,7 @@ from typing import Any, Callable, ClassVar, Iterator
 import numpy as np
 from geometry_msgs.msg import PoseStamped, WrenchStamped
 from scipy.spatial.transform import Rotation
-from std_msgs.msg import String
+from std_msgs.msg import Float64MultiArray, MultiArrayDimension, String
 
 from react_ros.adapters.base import DatasetKind, Episode, EpisodeOptions, EpisodeRef
 from react_ros.adapters.poses import NON_UNIT, ZERO_QUATERNION, PosePolicy, PoseRule
@@ -26,7 +26,7 @@ from react_ros.formats import video
 from react_ros.kinds.react.parquet_video import (
     FINGERPRINT_TOLERANCE_PX, MAX_QUAT_NORM_ERROR, MM_SUSPECT_M, POSE_COLUMNS, SIDES,
     VIDEO_KEYS, VIEWS, Table, convert_calibration_y_to_z, convert_poses_y_to_z, date_base_ns,
-    fingerprint_error_px, fingerprint_problem, read_table)
+    fingerprint_error_px, fingerprint_problem, read_table, virtual_targets)
 from react_ros.kinds.react.checks import conformance_report
 from react_ros.kinds.react.files import (Camera, Gel, episode_record, read_bad_frames,
                                            read_camera, read_episode_lines, read_gel, read_info,
@@ -38,6 +38,10 @@ from react_ros.ros.tf import tf_message, transform_stamped
 from react_ros.streams import Stream
 
 GEL_AXES = ('local_y', 'dual_ball')
+# /tactile_<side>/values, one row: the tactile scalars, penetration, and provenance (the
+# tactile row the force came from, the raw HDF5 camera frame of the row published).
+VALUE_LABELS = ('intensity', 'area', 'mixed', 'penetration_mm', 'force_source_frame',
+                'source_h5_frame')
 POSE_FRAMES = {'sensor_left_pose': 'sensor_left', 'sensor_right_pose': 'sensor_right',
                'object_pose': 'object'}
 
@@ -106,7 +110,8 @@ class ReactAdapter:
         self._check_latency(table)
         self._annotation_items = self._annotations(table.n)
         report = conformance_report(rel.table, rel.poses, rel.cameras, rel.gels, rel.poses_up,
-                                    table.has_world_frame)
+                                    table.has_world_frame, rel.targets,
+                                    self.record.world_frame_offset, self.episode_id.split('/')[0])
         # What info reports as FAIL, convert and play say too: every check reads the table.
         for line in report:
             if line.startswith('FAIL '):
@@ -332,7 +337,7 @@ class ReactAdapter:
         tactile_rows = self._tactile_rows()
         for s in SIDES:
             streams += [self._tactile(s, tactile_rows[s]), self._force(s, tactile_rows[s]),
-                        self._target(s, tactile_rows[s])]
+                        self._target(s, tactile_rows[s]), self._values(s, tactile_rows[s])]
         streams.append(self._annotation_stream())
         return streams
 
@@ -357,6 +362,12 @@ class ReactAdapter:
             q = Rotation.from_matrix(cam_in_world[:3, :3]).as_quat()
             transforms.append(transform_stamped('world', f'view_{v}_optical_frame', t0,
                                                 cam_in_world[:3, 3], q))
+        for s in SIDES:
+            # The gel centre, where the force acts; axes kept parallel to the sensor's, so
+            # the force vector reads the same in both frames and only its point moves.
+            transforms.append(transform_stamped(f'sensor_{s}', self.gel_frame(s), t0,
+                                                self.rel.gels[s].centre_mm / 1000.0,
+                                                [0.0, 0.0, 0.0, 1.0]))
 
         def gen() -> Iterator[tuple[int, Any]]:
             # One merged message, as tf2_ros's static broadcaster sends it.
@@ -419,11 +430,14 @@ class ReactAdapter:
             return self.rel.gels[s].axis_in_rigid
         return np.asarray(self.config['gel_axis_local'], dtype=float)
 
+    def gel_frame(self, s: str) -> str:
+        return self.config['gel_frame'].format(side=s)
+
     def _force(self, s: str, rows: np.ndarray) -> Stream:
         force = self.rel.table.force_n[s]
         axis = self.gel_axis(s)
         lat = self.own.tactile_latency
-        frame_id = f'sensor_{s}'
+        frame_id = self.gel_frame(s)
 
         def build(r: int, t: int) -> WrenchStamped:
             msg = WrenchStamped()
@@ -444,11 +458,39 @@ class ReactAdapter:
                                  build)
 
     def _target(self, s: str, rows: np.ndarray) -> Stream:
-        target = self.rel.targets[s]
+        """The virtual target along the gel axis the force is published along.
+
+        The stored column was built along local -y; with --gel-axis dual_ball it would
+        sit ~21 deg off the force, so it is recomputed from the pose and force instead.
+        """
         lat = self.own.tactile_latency
         ok = rows[self.pose_ok[f'force_{s}_target_pose'][rows + lat]]
+        if self.own.gel_axis == 'local_y':
+            target = self.rel.targets[s]
+        else:
+            target = virtual_targets(self.rel.poses[f'sensor_{s}_pose'],
+                                     self.rel.table.force_n[s], self.gel_axis(s))
+            ok = ok[np.all(np.isfinite(target[ok + lat]), axis=1)]
         return self._rows_stream(f'/sensor_{s}/force_target', 'geometry_msgs/msg/PoseStamped',
                                  ok, lambda r, t: _pose_stamped(target[r + lat], t))
+
+    def _values(self, s: str, rows: np.ndarray) -> Stream:
+        """Fresh tactile scalars and where they came from, in VALUE_LABELS order."""
+        table, lat = self.rel.table, self.own.tactile_latency
+        columns = [table.tactile[f'{s}_intensity'], table.tactile[f'{s}_area'],
+                   table.tactile[f'{s}_mixed'], table.penetration_mm[s],
+                   table.source_frame[s].astype(float), table.source_h5_frame.astype(float)]
+        values = np.stack(columns, axis=1)
+        dim = MultiArrayDimension(label=','.join(VALUE_LABELS), size=len(VALUE_LABELS),
+                                  stride=len(VALUE_LABELS))
+
+        def build(r: int, t: int) -> Float64MultiArray:
+            msg = Float64MultiArray()
+            msg.layout.dim = [dim]
+            msg.data = values[r + lat].tolist()
+            return msg
+        return self._rows_stream(f'/tactile_{s}/values', 'std_msgs/msg/Float64MultiArray', rows,
+                                 build, approx=120)
 
     def _annotation_stream(self) -> Stream:
         items = self._annotation_items

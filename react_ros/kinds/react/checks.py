@@ -14,11 +14,14 @@ from react_ros.kinds.react.parquet_video import (FINGERPRINT_TOLERANCE_PX, MAX_Q
                                              MM_SUSPECT_M, POSE_COLUMNS, SIDES,
                                              STIFFNESS_N_PER_M, Table, convert_poses_y_to_z,
                                              fingerprint_error_px, fingerprint_problem,
-                                             gel_centres_world, project)
+                                             gel_centres_world, project, virtual_targets)
 from react_ros.kinds.react.files import Camera, Gel
+from react_ros.kinds.react.world_frame import offset_applied_twice, residual_lines
 
 ASSUMED_HZ = 30.0
 MAX_ROWS = 200  # rows projected per check: plenty for a median, cheap for long episodes
+LOCAL_MINUS_Y = np.array([0.0, -1.0, 0.0])  # the stored targets' gel axis (format document 2)
+TARGET_TOLERANCE_M = 1e-4  # a stored target further than 0.1 mm from pose + F/k (-y): not -y
 
 
 def _median_shift_px(ref: np.ndarray, cams: dict[str, Camera], gel: Gel,
@@ -37,8 +40,75 @@ def _median_shift_px(ref: np.ndarray, cams: dict[str, Camera], gel: Gel,
     return worst
 
 
+def _angle_deg(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise angle between Nx3 directions (NaN where either is zero or NaN)."""
+    with np.errstate(invalid='ignore', divide='ignore'):
+        cos = np.sum(a * b, axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+    return np.degrees(np.arccos(np.clip(cos, -1.0, 1.0)))
+
+
+def gel_lines(table: Table, poses: dict[str, np.ndarray], targets: dict[str, np.ndarray],
+              gels: dict[str, Gel]) -> list[tuple[bool, str, str]]:
+    """(ok, text, would read) of the force direction, its virtual target and the gel calibration.
+
+    The stored force_*_target_pose was built along local -y; recomputing it from the
+    pose and force along -y must give it back. Along dual_ball it moves: that move, and
+    the angle the stored target would make with a dual_ball force, is what mixing the two
+    reads.
+    """
+    worst, moved, apart = 0.0, [], []
+    for s in SIDES:
+        pose, f = poses[f'sensor_{s}_pose'], table.force_n[s]
+        fresh = table.is_new[s] & np.isfinite(f) & np.all(np.isfinite(targets[s]), axis=1)
+        if not fresh.any():
+            continue
+        minus_y = virtual_targets(pose[fresh], f[fresh], LOCAL_MINUS_Y)
+        dual = virtual_targets(pose[fresh], f[fresh], gels[s].axis_in_rigid)
+        dev = np.linalg.norm(targets[s][fresh, :3] - minus_y[:, :3], axis=1)
+        if np.isfinite(dev).any():
+            worst = max(worst, float(np.nanmax(dev)))
+        shift_mm = 1000 * np.linalg.norm(dual[:, :3] - minus_y[:, :3], axis=1)
+        pressed = f[fresh] > 0
+        if pressed.any():
+            moved.append(f'{s} median {np.nanmedian(shift_mm[pressed]):.2f} mm (max '
+                         f'{np.nanmax(shift_mm[pressed]):.2f} mm)')
+            ang = _angle_deg(targets[s][fresh, :3][pressed] - pose[fresh, :3][pressed],
+                             dual[pressed, :3] - pose[fresh, :3][pressed])
+            apart.append(f'{s} {np.nanmedian(ang):.1f} deg')
+    out = [(worst <= TARGET_TOLERANCE_M,
+            f'force_*_target_pose = pose + F/k along local -y to {1000 * worst:.2g} mm (k = '
+            f'{STIFFNESS_N_PER_M / 1000:g} N/mm); --gel-axis dual_ball recomputes it along '
+            'gel_axis_in_rigid',
+            'the stored target with a dual_ball force: ' + ', '.join(apart)
+            + ' between force and target; recomputed, the target moves ' + ', '.join(moved))]
+    axes = ', '.join(f'{s} {_angle_deg(gels[s].axis_in_rigid[None], LOCAL_MINUS_Y[None])[0]:.1f}'
+                     ' deg' for s in SIDES)
+    depth = ', '.join(f'{s} {gels[s].depth_offset_mm:g}' for s in SIDES)
+    backed = [s for s in SIDES if gels[s].depth_offset_mm == 0.0]
+    note = (f'; {", ".join(backed)}: ball centre never backed off by a ball radius to the gel '
+            'surface (a known defect, format document 2)') if backed else ''
+    far = ', '.join(f'{s} {np.linalg.norm(gels[s].centre_mm):.1f} mm' for s in SIDES)
+    out.append((True, f'gel calibration: gel_axis_in_rigid from local -y: {axes}; '
+                f'depth_offset_mm {depth}{note}',
+                f'force applied at the sensor origin instead of gel_<side>: off the gel centre '
+                f'by {far} (torque wrong by F x that lever)'))
+    return out
+
+
+def world_offset_line(ref: np.ndarray, cams: dict[str, Camera], gel: Gel,
+                      offset_m: np.ndarray | None) -> tuple[bool, str, str]:
+    if offset_m is None:
+        return True, 'world_frame_offset: none in episodes.jsonl', ''
+    twice = offset_applied_twice(ref, offset_m)
+    return (True, f'world_frame_offset {np.round(offset_m, 4).tolist()} m (episodes.jsonl) is '
+            'already in the published poses: not applied again',
+            f'offset applied twice {_median_shift_px(ref, cams, gel, twice):.0f} px')
+
+
 def conformance_report(table: Table, poses: dict[str, np.ndarray], cams: dict[str, Camera],
-                       gels: dict[str, Gel], poses_up: str, declared: bool) -> list[str]:
+                       gels: dict[str, Gel], poses_up: str, declared: bool,
+                       targets: dict[str, np.ndarray] | None = None,
+                       offset_m: np.ndarray | None = None, date: str = '') -> list[str]:
     lines: list[str] = []
     ok = True
 
@@ -143,4 +213,9 @@ def conformance_report(table: Table, poses: dict[str, np.ndarray], cams: dict[st
              'from timestamp',
              f'assuming {ASSUMED_HZ:g} Hz, the last row at {assumed:.3f} s instead of '
              f'{span:.3f} s ({1000 * (assumed - span):+.0f} ms)')
+    for good, text, would in gel_lines(table, poses, targets or table.target, gels):
+        line(good, text, would)
+    line(*world_offset_line(ref, cams, gel, offset_m))
+    if date:
+        lines.extend(f'--   {text}' for text in residual_lines(date))
     return [f'conformance: {"PASS" if ok else "FAIL"}', *lines]

@@ -101,6 +101,26 @@ def gel_centres_world(poses: np.ndarray, gel_centre_mm: Sequence[float]) -> np.n
     return out
 
 
+def virtual_targets(poses: np.ndarray, force_n: np.ndarray, axis_in_rigid: Sequence[float]
+                    ) -> np.ndarray:
+    """DexForce virtual targets: each pose pushed F/k along the gel axis (format document 2).
+
+    target_xyz = pose_xyz + (F / STIFFNESS_N_PER_M) * R(q) @ axis; the orientation is
+    the pose's. Rows whose pose or force is not finite come back NaN.
+    """
+    poses = np.asarray(poses, dtype=float).reshape(-1, 7)
+    force = np.asarray(force_n, dtype=float)
+    out = np.full(poses.shape, np.nan)
+    with np.errstate(invalid='ignore'):
+        ok = np.all(np.isfinite(poses), axis=1) & (np.linalg.norm(poses[:, 3:7], axis=1) > 0) \
+            & np.isfinite(force)
+    if ok.any():
+        n_hat = Rotation.from_quat(poses[ok, 3:7]).apply(np.asarray(axis_in_rigid, dtype=float))
+        out[ok, :3] = poses[ok, :3] + (force[ok] / STIFFNESS_N_PER_M)[:, None] * n_hat
+        out[ok, 3:7] = poses[ok, 3:7]
+    return out
+
+
 def date_base_ns(episode_id: str) -> int:
     """The time base: the episode's DATE at 00:00:00 UTC, in ns since the epoch.
 
@@ -126,6 +146,7 @@ class Table:
     target: dict[str, np.ndarray]  # side -> Nx7
     source_frame: dict[str, np.ndarray]
     tactile: dict[str, np.ndarray]  # 'left_intensity' ... -> N
+    source_h5_frame: np.ndarray  # row -> raw HDF5 camera frame (trim + row)
     world_frame: dict[str, Any] = field(default_factory=dict)
     has_world_frame: bool = False
 
@@ -241,6 +262,7 @@ def read_table(path: Path) -> Table:
                                  'integer').astype(np.int64) for s in SIDES},
         tactile={f'{s}_{k}': _scalar(table, f'tactile_{s}_{k}', path, 'float').astype(float)
                  for s in SIDES for k in ('intensity', 'area', 'mixed')},
+        source_h5_frame=_scalar(table, 'source_h5_frame', path, 'integer').astype(np.int64),
         world_frame=world, has_world_frame=WORLD_FRAME_KEY in meta)
 
 

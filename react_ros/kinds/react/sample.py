@@ -46,6 +46,10 @@ GEL = {'left': {'gel_centre_mm': [2.0, -24.0, 6.0], 'depth_offset_mm': -5.0,
                 'tilt': ('x', 21.2)},
        'right': {'gel_centre_mm': [-1.5, -23.0, 5.0], 'depth_offset_mm': 0.0,
                  'tilt': ('z', 22.4)}}
+# episodes.jsonl world_frame_offset: the format document's 05-19 correction (230, 0, 175) mm,
+# already in the published poses. A real 05-10 (reference) episode carries zeros; every
+# sample episode carries this one so that applying it a second time is a visible mistake.
+WORLD_OFFSET_M = [0.230, 0.0, 0.175]
 TINT = {'left': (170, 120, 90), 'middle': (120, 150, 120), 'right': (100, 120, 170)}
 
 
@@ -225,7 +229,7 @@ class _Episode:
             cols[f'force_{s}_source_frame'] = pa.array(tac[s]['source'], pa.int64())
         world = {'world_frame': 'OptiTrack, 2026-05-10 reference', 'up_axis': 'z',
                  'units': 'm', 'pose_layout': 'x y z qx qy qz qw', 'quaternion_order': 'xyzw',
-                 'world_frame_offset_m': [0.0, 0.0, 0.0],
+                 'world_frame_offset_m': WORLD_OFFSET_M,
                  # Added to a pose read straight from the raw (Y-up) HDF5.
                  'raw_h5_offset_m': [0.0125, 0.0, -0.0310], 'raw_h5_offset_up_axis': 'y',
                  'fingerprint': self._fingerprint(poses)}
@@ -236,7 +240,7 @@ class _Episode:
     def record(self) -> dict[str, Any]:
         """Its line of episodes.jsonl."""
         return {'episode': self.episode, 'episode_index': self.index, 'length': self.n,
-                'world_frame_offset': [0.0, 0.0, 0.0], 'task': TASK_TEXT}
+                'world_frame_offset': WORLD_OFFSET_M, 'task': TASK_TEXT}
 
     def curation(self) -> dict[str, Any]:
         """Its entries of bad_frames.json, segments.json and splits.json, by file."""
@@ -350,5 +354,5 @@ def _json(path: Path, doc: Any) -> None:
     path.write_text(json.dumps(doc, indent=1) + '\n')
 
 
-__all__ = ['EPISODE', 'camera_matrix', 'gel_axis_in_rigid', 'look_at', 'release_episodes',
+__all__ = ['EPISODE', 'WORLD_OFFSET_M', 'camera_matrix', 'gel_axis_in_rigid', 'look_at', 'release_episodes',
            'write_react_sample']

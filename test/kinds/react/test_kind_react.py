@@ -425,7 +425,9 @@ ACCEPTED = [
 class TestReactKind(KindContract):
     kind = 'react'
     episode_id = EPISODE
-    counts = {'/view_middle/image_raw': 59, '/view_middle/camera_info': 59, '/tf_static': 1}
+    counts = {'/view_middle/image_raw': 59, '/view_middle/camera_info': 59, '/tf_static': 1,
+              '/tactile_left/values': 18, '/tactile_right/values': 18,
+              '/sensor_left/force': 18, '/sensor_right/force_target': 18}
     REFUSED = REFUSED
     ACCEPTED = ACCEPTED
 

@@ -128,7 +128,7 @@ def test_force_is_the_magnitude_along_local_minus_y_on_fresh_rows(root: Path) ->
         assert len(got) == fresh.sum() < len(fresh)
         assert [t for t, _ in got] == _row_ns(root)[fresh].tolist()
         for (_, msg), f in zip(got, force[fresh]):
-            assert msg.header.frame_id == f'sensor_{side}'
+            assert msg.header.frame_id == f'gel_{side}'  # the force acts at the gel centre
             w = msg.wrench
             assert (w.force.x, w.force.y, w.force.z) == (0.0, -f, 0.0)
             assert (w.torque.x, w.torque.y, w.torque.z) == (0.0, 0.0, 0.0)
@@ -175,6 +175,121 @@ def test_annotations_carry_segments_held_out_guard_and_bad_frames(root: Path) ->
             assert n['last_row'] == n['held_out'][0] - 1
             assert n['first_row'] == n['held_out'][0] - split['guard_frames']
     assert [t for t, _ in notes] == sorted(t for t, _ in notes)
+
+
+def _world_direction(pose: np.ndarray, axis: np.ndarray) -> np.ndarray:
+    return Rotation.from_quat(pose[:, 3:7]).apply(axis)
+
+
+def _angles_deg(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    cos = np.sum(a * b, axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+    return np.degrees(np.arccos(np.clip(cos, -1, 1)))
+
+
+@pytest.mark.parametrize('gel_axis', ['local_y', 'dual_ball'])
+def test_force_target_lies_along_the_published_force(root: Path, gel_axis: str) -> None:
+    """Both axes: target - pose is F/k along the force's own axis; the other axis is
+    detectably different (21.2 deg left, 22.4 deg right), so a target left as stored
+    (built with -y) under dual_ball would fail here."""
+    episode = _open(root, gel_axis=gel_axis)
+    for side in ('left', 'right'):
+        fresh = column(root, f'tactile_{side}_is_new').astype(bool)
+        force = column(root, f'force_{side}_normal_n')[fresh]
+        pose = column(root, f'sensor_{side}_pose')[fresh]
+        cal = np.array(json.loads((root / f'calibration/gel_{side}.json').read_text())
+                       ['gel_axis_in_rigid'])
+        axes = {'local_y': np.array([0.0, -1.0, 0.0]), 'dual_ball': cal / np.linalg.norm(cal)}
+        other = axes['dual_ball' if gel_axis == 'local_y' else 'local_y']
+        wrench = np.array([[m.wrench.force.x, m.wrench.force.y, m.wrench.force.z]
+                           for _, m in _msgs(episode, f'/sensor_{side}/force')])
+        assert np.allclose(wrench, force[:, None] * axes[gel_axis], atol=1e-12)
+        targets = _msgs(episode, f'/sensor_{side}/force_target')
+        assert len(targets) == len(force)
+        xyz = np.array([[m.pose.position.x, m.pose.position.y, m.pose.position.z]
+                        for _, m in targets])
+        push = xyz - pose[:, :3]
+        assert np.allclose(np.linalg.norm(push, axis=1), force / 2000.0, atol=1e-9)  # k = 2 N/mm
+        pressed = force > 0.1
+        # the force, rotated into the world, and the target's push share one direction
+        along = _angles_deg(push[pressed], _world_direction(pose[pressed], axes[gel_axis]))
+        assert along.max() < 1e-3, along.max()
+        against = _angles_deg(push[pressed], _world_direction(pose[pressed], other))
+        assert against.min() > 20, against.min()
+        if gel_axis == 'local_y':
+            assert np.array_equal(xyz, column(root, f'force_{side}_target_pose')[fresh][:, :3])
+
+
+def test_gel_centre_is_on_tf_static_and_the_force_acts_there(root: Path) -> None:
+    episode = _open(root)
+    (_, static), = _msgs(episode, '/tf_static')
+    frames = {t.child_frame_id: t for t in static.transforms}
+    for side in ('left', 'right'):
+        centre_m = np.array(json.loads((root / f'calibration/gel_{side}.json').read_text())
+                            ['gel_centre_mm']) / 1000.0
+        t = frames[f'gel_{side}']
+        assert t.header.frame_id == f'sensor_{side}'
+        tr, q = t.transform.translation, t.transform.rotation
+        assert np.allclose([tr.x, tr.y, tr.z], centre_m, atol=1e-12)
+        assert (q.x, q.y, q.z, q.w) == (0.0, 0.0, 0.0, 1.0)
+        # The sensor origin is no stand-in: the force there would carry a torque r x F
+        # of ~24 mm lever that the gel-frame wrench (torque 0) does not.
+        assert np.linalg.norm(centre_m) > 0.02
+        msgs = _msgs(episode, f'/sensor_{side}/force')
+        assert {m.header.frame_id for _, m in msgs} == {f'gel_{side}'}
+        f = np.array([[m.wrench.force.x, m.wrench.force.y, m.wrench.force.z] for _, m in msgs])
+        torque_at_sensor = np.cross(centre_m, f)
+        assert np.linalg.norm(torque_at_sensor, axis=1).max() > 0.02
+
+
+def test_world_frame_offset_is_information_not_applied_again(root: Path) -> None:
+    """The sample's offset is not zero; /tf carries the table's poses as they are, and the
+    same poses shifted by the offset again land far outside the rig's 6 px."""
+    from react_ros.kinds.react.files import read_camera, read_gel
+    from react_ros.kinds.react.parquet_video import fingerprint_error_px
+    from react_support import read_parquet
+    (record,) = [json.loads(x) for x in (root / 'episodes.jsonl').read_text().splitlines()]
+    offset = np.array(record['world_frame_offset'])
+    assert np.linalg.norm(offset) > 0.1
+    poses = column(root, 'sensor_left_pose')
+    tf = [{t.child_frame_id: t.transform.translation for t in m.transforms}['sensor_left']
+          for _, m in _msgs(_open(root), '/tf')]
+    assert np.array_equal([[v.x, v.y, v.z] for v in tf], poses[:, :3])
+    fp = json.loads(read_parquet(root).schema.metadata[b'twm.world_frame'])['fingerprint']
+    gel = read_gel(root / 'calibration/gel_left.json')
+    twice = poses.copy()
+    twice[:, :3] += offset
+    for view in ('left', 'middle', 'right'):
+        cam = read_camera(root / f'calibration/cameras/{view}.json', view)
+        assert fingerprint_error_px(poses, gel, cam, fp) < 0.01
+        assert fingerprint_error_px(twice, gel, cam, fp) > 6  # the tolerance, at 160x120
+
+
+@pytest.mark.parametrize('latency', [0, 3])
+def test_tactile_values_are_the_fresh_rows_with_their_provenance(root: Path,
+                                                                 latency: int) -> None:
+    from react_ros.kinds.react.adapter import VALUE_LABELS
+    episode = _open(root, tactile_latency=latency)
+    n = len(column(root, 'timestamp'))
+    h5 = column(root, 'source_h5_frame')
+    row_ns = _row_ns(root)
+    for side in ('left', 'right'):
+        fresh = column(root, f'tactile_{side}_is_new').astype(bool)
+        rows = np.flatnonzero(fresh[latency:])  # row i carries tactile row i + latency
+        got = _msgs(episode, f'/tactile_{side}/values')
+        assert [t for t, _ in got] == row_ns[rows].tolist() and len(rows) < n
+        want = np.stack([column(root, f'tactile_{side}_intensity'),
+                         column(root, f'tactile_{side}_area'),
+                         column(root, f'tactile_{side}_mixed'),
+                         column(root, f'force_{side}_penetration_mm'),
+                         column(root, f'force_{side}_source_frame'), h5], axis=1)
+        data = np.array([m.data for _, m in got])
+        assert {m.layout.dim[0].label for _, m in got} == {','.join(VALUE_LABELS)}
+        assert np.array_equal(data, want[rows + latency])
+        # provenance: each value is its own tactile row's, never a stale repeat's
+        assert np.array_equal(data[:, 4], rows + latency)
+        assert np.array_equal(data[:, 5] - data[:, 4], np.full(len(rows), h5[0]))
+        # every row, stale repeats included, would weight the repeats: not what is sent
+        assert len(got) < len(want) - latency
 
 
 # -- the React options ----------------------------------------------------------------------

@@ -84,6 +84,56 @@ def test_report_fails_where_is_new_was_coerced(root: Path, tmp_path: Path) -> No
     assert 'stale rows published as fresh' in out
 
 
+def test_report_says_gel_calibration_world_offset_and_what_mixing_them_reads(
+        root: Path) -> None:
+    out = _info(root)
+    gels = {s: json.loads((root / f'calibration/gel_{s}.json').read_text()) for s in
+            ('left', 'right')}
+    assert (gels['left']['depth_offset_mm'], gels['right']['depth_offset_mm']) == (-5.0, 0.0)
+    assert 'depth_offset_mm left -5, right 0; right: ball centre never backed off' in out
+    assert 'gel_axis_in_rigid from local -y: left 21.2 deg, right 22.4 deg' in out
+    assert re.search(r'^ok   force_\*_target_pose = pose \+ F/k along local -y to 0 mm', out, re.M)
+    m = re.search(r'stored target with a dual_ball force: left ([\d.]+) deg, right ([\d.]+) deg',
+                  out)
+    assert m and float(m.group(1)) > 20 and float(m.group(2)) > 20, out
+    assert re.search(r'^ok   world_frame_offset \[0.23, 0.0, 0.175\] m', out, re.M), out
+    assert _px(out, 'offset applied twice') > 6
+    assert 'world frame of 2026-05-10: the reference' in out
+
+
+def test_report_gives_the_05_19_world_frame_residuals(root: Path, tmp_path: Path) -> None:
+    copy = Path(shutil.copytree(root, tmp_path / 'release'))
+    new_id = '2026-05-19/episode_000'
+    for sub in ('data', 'videos'):
+        (copy / sub / '2026-05-10').rename(copy / sub / '2026-05-19')
+    for rel in ('episodes.jsonl', 'segments.json', 'bad_frames.json', 'splits.json'):
+        path = copy / rel
+        path.write_text(path.read_text().replace(EPISODE, new_id))
+    proc = subprocess.run([sys.executable, '-m', 'react_ros.cli', 'info', str(copy),
+                           '--episode', new_id], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert 'translation-only correction (230, 0, 175) mm' in proc.stdout
+    assert '20-26 mm from the reference frame' in proc.stdout and 'yaw' in proc.stdout
+    assert 'world frame of 2026-05-10' not in proc.stdout
+
+
+def test_report_fails_where_the_stored_target_is_not_along_minus_y(root: Path,
+                                                                   tmp_path: Path) -> None:
+    """A release whose targets were built with dual_ball (the earlier published values)."""
+    from scipy.spatial.transform import Rotation
+    copy = Path(shutil.copytree(root, tmp_path / 'release'))
+    axis = np.array(json.loads((copy / 'calibration/gel_left.json').read_text())
+                    ['gel_axis_in_rigid'])
+    pose = column(copy, 'sensor_left_pose')
+    target = pose.copy()
+    target[:, :3] += (column(copy, 'force_left_normal_n') / 2000.0)[:, None] * \
+        Rotation.from_quat(pose[:, 3:7]).apply(axis)
+    rewrite_parquet(copy, lambda t: replace_column(t, 'force_left_target_pose', target.tolist()))
+    out = _info(copy)
+    assert 'conformance: FAIL' in out
+    assert re.search(r'^FAIL force_\*_target_pose = pose \+ F/k along local -y', out, re.M), out
+
+
 def test_react_options_reach_the_adapter(root: Path) -> None:
     n = len(column(root, 'timestamp'))
     segments = json.loads((root / 'segments.json').read_text())[EPISODE]
