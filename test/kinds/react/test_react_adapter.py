@@ -47,6 +47,12 @@ def test_mapping_is_x_minus_z_y_and_keeps_up_up() -> None:
     assert np.allclose(Y_TO_Z @ [1.0, 2.0, 3.0], [1.0, -3.0, 2.0])
     assert np.allclose(Y_TO_Z @ [0.0, 1.0, 0.0], [0.0, 0.0, 1.0])  # Y-up's up is Z-up's up
     assert np.isclose(np.linalg.det(Y_TO_Z), 1.0)
+    # The other right-handed candidate, (x, y, z) -> (x, z, -y), also has det +1 and
+    # turns the world upside down: no handedness check tells them apart, up does.
+    other = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0]])
+    assert np.isclose(np.linalg.det(other), 1.0)
+    assert np.allclose(other @ [0.0, 1.0, 0.0], [0.0, 0.0, -1.0])
+    assert not np.allclose(other, Y_TO_Z)
 
 
 def test_converting_poses_and_calibration_together_keeps_projections() -> None:
@@ -138,6 +144,20 @@ def test_force_is_the_magnitude_along_local_minus_y_on_fresh_rows(root: Path) ->
         for (_, msg), p in zip(targets, want):
             assert msg.header.frame_id == 'world'
             assert msg.pose.position.z == p[2] and msg.pose.orientation.w == p[6]
+
+
+def test_force_acts_along_the_gel_normal_not_world_down(root: Path) -> None:
+    """The wrench is in the sensor's (gel's) own frame; read as world vertical it would point
+    a median several degrees off (7.7 deg on motherboard in the document)."""
+    episode = _open(root)
+    fresh = column(root, 'tactile_left_is_new').astype(bool)
+    pose = column(root, 'sensor_left_pose')[fresh]
+    got = _msgs(episode, '/sensor_left/force')
+    local = np.array([[m.wrench.force.x, m.wrench.force.y, m.wrench.force.z] for _, m in got])
+    world = Rotation.from_quat(pose[:, 3:7]).apply(local)
+    down = np.tile([0.0, 0.0, -1.0], (len(world), 1))
+    pressed = np.linalg.norm(local, axis=1) > 0.1
+    assert np.median(_angles_deg(world[pressed], down[pressed])) > 5
 
 
 def test_gel_axis_dual_ball_uses_the_calibrated_axis(root: Path) -> None:
@@ -254,6 +274,9 @@ def test_world_frame_offset_is_information_not_applied_again(root: Path) -> None
     tf = [{t.child_frame_id: t.transform.translation for t in m.transforms}['sensor_left']
           for _, m in _msgs(_open(root), '/tf')]
     assert np.array_equal([[v.x, v.y, v.z] for v in tf], poses[:, :3])
+    # raw_h5_offset_m belongs to poses read from the raw Y-up HDF5: not to these either
+    world = json.loads(read_parquet(root).schema.metadata[b'twm.world_frame'])
+    assert world['raw_h5_offset_up_axis'] == 'y' and np.linalg.norm(world['raw_h5_offset_m']) > 0.03
     fp = json.loads(read_parquet(root).schema.metadata[b'twm.world_frame'])['fingerprint']
     gel = read_gel(root / 'calibration/gel_left.json')
     twice = poses.copy()
