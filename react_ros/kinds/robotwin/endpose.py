@@ -1,4 +1,4 @@
-"""What the end poses are, read from the data: which robot link, which quaternion order, which frame.
+"""What the end poses are, from the data: which robot link, which quaternion order, which frame.
 
 The format document says only "末端位姿" (end pose) for `endpose/<side>_endpose`; it
 states the order x y z qw qx qy qz and the world frame for `entities/pose` alone. RoboTwin
@@ -54,8 +54,9 @@ def spread(link: np.ndarray, end: np.ndarray) -> Spread:
     rel_r = r_link.inv() * Rotation.from_quat(end[:, 3:7])
     mm = float(np.max(np.linalg.norm(rel_p - rel_p[0], axis=1))) * 1000.0
     deg = float(np.max((rel_r[0].inv() * rel_r).magnitude())) * 180.0 / np.pi
-    return Spread(mm, deg, tuple(float(v) * 1000.0 for v in rel_p[0]),  # type: ignore[arg-type]
-                  tuple(float(v) for v in np.degrees(rel_r[0].as_rotvec())))  # type: ignore[arg-type]
+    x, y, z = (float(v) * 1000.0 for v in rel_p[0])
+    rx, ry, rz = (float(v) for v in np.degrees(rel_r[0].as_rotvec()))
+    return Spread(mm, deg, (x, y, z), (rx, ry, rz))
 
 
 def still(poses: np.ndarray, max_mm: float, max_deg: float) -> bool:

@@ -113,7 +113,8 @@ def test_every_topic_is_stamped_index_over_fps_on_the_documented_base(bag: Msgs,
                  '/head_camera/segmentation/mesh/image_raw',
                  '/head_camera/segmentation/actor_id/image_raw',
                  '/head_camera/segmentation/mesh_id/image_raw', '/pointcloud', '/joint_states',
-                 '/left_endpose', '/right_endpose', '/left_camera/image_raw',
+                 '/left_endpose', '/right_endpose', '/left_gripper', '/right_gripper',
+                 '/left_camera/image_raw',
                  '/left_camera/camera_info', '/right_camera/image_raw',
                  '/right_camera/camera_info']
     for topic in per_frame:
@@ -220,6 +221,8 @@ def test_point_cloud_in_world_xyz_rgb_without_padding(bag: Msgs, release: Path) 
         assert np.array_equal(np.stack([rec['x'], rec['y'], rec['z']], 1), real[:, :3])
         rgb = np.stack([(rec['rgb'] >> 16) & 255, (rec['rgb'] >> 8) & 255, rec['rgb'] & 255], 1)
         assert np.array_equal(rgb, np.round(real[:, 3:] * 255).astype(int))
+        # the cloud's colours are in R G B order already: swapping them would change them
+        assert not np.array_equal(rgb, np.round(real[:, 5:2:-1] * 255).astype(int))
         assert not np.any(np.all(np.stack([rec['x'], rec['y'], rec['z']], 1) == 0, axis=1))
 
 
@@ -243,6 +246,9 @@ def test_entities_on_tf_with_unique_names_and_wxyz_read_right(bag: Msgs, files: 
             assert np.allclose(m[:3, 3], [x, y, z], atol=1e-6)
             assert np.allclose(m[:3, :3], Rotation.from_quat([qx, qy, qz, qw]).as_matrix(),
                                atol=1e-5)
+            if j == names.index('020_hammer'):  # the stored order read as x y z w: not this
+                assert not np.allclose(m[:3, :3], Rotation.from_quat(
+                    [qw, qx, qy, qz]).as_matrix(), atol=1e-2)
 
 
 def test_endposes_are_pose_stamped_in_world_with_wxyz_reordered(bag: Msgs, files: dict) -> None:
@@ -264,6 +270,7 @@ def test_annotations_carry_task_targets_and_the_replay_flag(bag: Msgs, files: di
     doc = json.loads(bag['/annotations'][0][1].data)
     assert (doc['task'], doc['embodiment'], doc['episode']) == ('beat_block_hammer', 'agilex', 0)
     assert doc['targets'] == files['targets']
+    assert doc['task_objects'] == {'hammer': 5, 'bottle1': 2, 'bottle2': 3}
     assert doc['replay_success_check_failed'] is False  # the report lists Franka episodes only
     assert {e['frame'] for e in doc['entities']} >= {'001_bottle_2', '001_bottle_3'}
 
@@ -288,6 +295,9 @@ def test_aligned_frames_follow_the_single_rule() -> None:
     assert aligned_indices(128).tolist() == np.linspace(0, 127, 33, dtype=np.int64).tolist()
     assert aligned_indices(70).tolist() == np.linspace(0, 69, 33, dtype=np.int64).tolist()
     assert aligned_indices(128)[-1] == 127 and len(set(aligned_indices(70).tolist())) == 33
+    # the old scripts' rule (linspace whenever T <= 132) picks other frames for T in 130..132
+    for t in (130, 131, 132):
+        assert aligned_indices(t).tolist() != np.linspace(0, t - 1, 33, dtype=np.int64).tolist()
 
 
 @pytest.mark.parametrize('t', [132, 129, 128, 70])

@@ -17,7 +17,7 @@ from react_ros.adapters import open_episode
 from react_ros.kinds.robotwin import endpose as ee
 from react_ros.kinds.robotwin import hdf5 as rh
 from react_ros.kinds.robotwin.adapter import KIND
-from react_ros.kinds.robotwin.sample import write_episode
+from react_ros.kinds.robotwin.sample import _Scene, write_episode
 
 CFG = KIND.config()
 TOL = (float(CFG['max_endpose_offset_mm']), float(CFG['max_endpose_offset_deg']))
@@ -158,3 +158,34 @@ def test_grippers_and_id_table_are_published(episode: Path) -> None:
             m for m, o in zip(mesh, owner) if o == e)
     # the two bottles share a name: their frames are told apart, as on /tf
     assert doc['entities']['2']['frame'] == '001_bottle_2'
+
+
+def test_wrist_images_are_swapped_back_like_the_head(episode: Path) -> None:
+    """The document: the wrist JPEGs follow the head's channel convention (R and B swapped)."""
+    from rclpy.serialization import deserialize_message
+    from sensor_msgs.msg import Image
+    opened = open_episode(episode, 'robotwin')
+    (stream,) = [s for s in opened.streams if s.topic == '/left_camera/image_raw']
+    scene = _Scene(12, 10.0, 4, (64, 48))  # what write_episode rendered (seed 4)
+    for i, (_, raw) in enumerate(stream.open()):
+        if i not in (0, 7):
+            continue
+        msg = raw if isinstance(raw, Image) else deserialize_message(raw, Image)
+        image = np.frombuffer(bytes(msg.data), np.uint8).reshape(48, 64, 3).astype(float)
+        k, pose = scene.wrist(0, i)
+        truth = scene.render(k, pose, i, (64, 48))['rgb'].astype(float)
+        published, unswapped = np.abs(image - truth).mean(), np.abs(image[..., ::-1] - truth).mean()
+        assert published < 6 < unswapped, (i, published, unswapped)
+
+
+def test_the_nul_padding_of_stored_jpegs_is_stripped(episode: Path) -> None:
+    """RoboTwin stores the frames as fixed-length byte strings padded with NULs."""
+    with h5py.File(episode) as f:
+        ds = f[f'{rh.HEAD}/rgb']
+        width = ds.dtype.itemsize
+        frames = [rh.jpeg_bytes(v) for v in ds[()]]
+    short = min(frames, key=len)
+    assert len(short) < width  # the sample pads, as the release does
+    assert rh.decode_jpeg(short, episode, 'x').shape == (48, 64, 3)
+    with pytest.raises(Exception, match='not a JPEG'):  # left padded, the frame is refused
+        rh.decode_jpeg(short.ljust(width, b'\0'), episode, 'x')
