@@ -63,6 +63,7 @@ from react_ros.kinds.truetrace.geometry import (
     MAX_CHECK_FRAMES,
     conformance_lines,
     extrinsics,
+    gyro_against_accel,
     imu_frame_join,
     reprojection,
 )
@@ -454,8 +455,10 @@ class TrueTraceAdapter:
             result = reprojection(calib.cameras['cam0'], kp3[keep], kp2[keep], rep[keep])
         else:
             result = None
-        accel, _ = src.imu.chunk(0, min(src.imu.n, 5000))
+        head = min(src.imu.n, 5000)
+        accel, gyro = src.imu.chunk(0, head)
         norm = float(np.median(np.linalg.norm(accel, axis=1))) if len(accel) else None
+        gyro_check = gyro_against_accel(src.imu.t_s[:head], accel, gyro)
         join = None
         if src.source_offset is not None:
             good, wrong = imu_frame_join(src.hands.t_s, src.imu.t_s, src.imu.frame_index,
@@ -463,7 +466,7 @@ class TrueTraceAdapter:
             join = (src.source_offset, good, wrong)
         self.conformance = result
         failures: list[tuple[str, str]] = []
-        self.report += conformance_lines(calib, ext, result, norm, join, failures)
+        self.report += conformance_lines(calib, ext, result, norm, join, failures, gyro_check)
         # What info reports as FAIL is said by convert and play too, naming the file.
         files = {'calibration': f'{calib.path}' + (f' ({calib.where.rstrip(": ")})'
                                                    if calib.where else ''),

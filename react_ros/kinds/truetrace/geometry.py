@@ -167,6 +167,54 @@ def imu_frame_join(frame_t_s: np.ndarray, imu_t_s: np.ndarray, frame_index: np.n
     return float(as_source.mean()), float(as_clip.mean())
 
 
+@dataclass(frozen=True)
+class GyroCheck:
+    """How well the gyro, read as rad/s, explains how gravity turns in the accel."""
+
+    scale: float  # fitted factor on the gyro: 1 for rad/s, ~0.017 for deg/s
+    correlation: float  # of predicted and seen turns of gravity (axes: -1..1)
+    windows: int
+
+    @property
+    def ok(self) -> bool:
+        return 0.5 <= self.scale <= 2.0 and self.correlation >= 0.5
+
+
+GYRO_WINDOW_S = 0.1
+GYRO_SMOOTH = 8  # samples averaged against the accelerometer's noise
+GYRO_MIN_TURN = 0.02  # m/s^2 RMS per window: less is too still to tell
+
+
+def gyro_against_accel(t: np.ndarray, accel: np.ndarray, gyro: np.ndarray) -> GyroCheck | None:
+    """A fixed world vector (gravity: accel at rest is 'up') turns in the body frame as
+    dv/dt = -w x v, w the gyro in rad/s on the same axes. Over windows of GYRO_WINDOW_S:
+    how gravity turned in the smoothed accel, against what the gyro predicts; None when
+    the IMU turns too little to tell."""
+    if len(t) < 4 * GYRO_SMOOTH:
+        return None
+    kernel = np.ones(GYRO_SMOOTH) / GYRO_SMOOTH
+    g = np.stack([np.convolve(accel[:, j], kernel, mode='same') for j in range(3)], axis=1)
+    w = np.stack([np.convolve(gyro[:, j], kernel, mode='same') for j in range(3)], axis=1)
+    step = np.diff(t)
+    rate = -np.cross(w[:-1], g[:-1]) * step[:, None]  # predicted change per sample
+    edges = np.searchsorted(t, np.arange(t[GYRO_SMOOTH], t[-GYRO_SMOOTH], GYRO_WINDOW_S))
+    seen, said = [], []
+    for a, b in zip(edges[:-1], edges[1:]):
+        if b - a < 2:
+            continue
+        seen.append(g[b] - g[a])
+        said.append(rate[a:b].sum(axis=0))
+    if not seen:
+        return None
+    m, p = np.array(seen), np.array(said)
+    if np.sqrt(np.mean(np.sum(m * m, axis=1))) < GYRO_MIN_TURN:
+        return None
+    pp, mm, pm = float(np.sum(p * p)), float(np.sum(m * m)), float(np.sum(p * m))
+    if pp == 0.0:
+        return GyroCheck(float('inf'), 0.0, len(m))
+    return GyroCheck(pm / pp, pm / np.sqrt(pp * mm), len(m))
+
+
 # A stereo pair looks one way: cam1 turned further than this from cam0 is a rotation
 # read wrongly (a w, x, y, z quaternion taken for x, y, z, w turns it about 180 degrees).
 STEREO_MAX_DEG = 20.0
@@ -175,7 +223,8 @@ STEREO_MAX_DEG = 20.0
 def conformance_lines(calib: Calibration, ext: Extrinsics, rep: Reprojection | None,
                       accel_norm: float | None,
                       imu_join: tuple[int, float, float] | None = None,
-                      failures: list[tuple[str, str]] | None = None) -> list[str]:
+                      failures: list[tuple[str, str]] | None = None,
+                      gyro: GyroCheck | None = None) -> list[str]:
     """The lines `info` prints: each check, and what its classic mistake reads.
 
     `failures` gets (file, check) for each failed check, the file one of 'calibration',
@@ -253,9 +302,17 @@ def conformance_lines(calib: Calibration, ext: Extrinsics, rep: Reprojection | N
         line(6.0 <= accel_norm <= 14.0,
              f'median |accel| {accel_norm:.2f} m/s^2: gravity included, in m/s^2 as '
              'documented (in g it would be about 1)', source='imu')
+    if gyro is None:
+        lines.append('--   gyro units: the IMU turns too little against gravity to tell rad/s '
+                     'from deg/s (not checked)')
+    else:
+        line(gyro.ok, f'gyro in rad/s on the accel axes (the two across gravity): it '
+             f'explains how gravity turns in the accel with a factor {gyro.scale:.2f} (correlation {gyro.correlation:.2f}, '
+             f'{gyro.windows} windows of {GYRO_WINDOW_S:g} s; 1 is exact)',
+             f'the same numbers as deg/s: a factor {gyro.scale * 180 / np.pi:.1f}', 'imu')
     return [f'conformance: {"PASS" if ok else "FAIL"}', *lines]
 
 
-__all__ = ['Extrinsics', 'Pose', 'Reprojection', 'conformance_lines', 'extrinsics',
-           'factory_pose', 'imu_frame_join', 'pose_distance', 'project_equidistant', 'project_plumb_bob',
+__all__ = ['Extrinsics', 'GyroCheck', 'Pose', 'Reprojection', 'conformance_lines', 'extrinsics',
+           'factory_pose', 'gyro_against_accel', 'imu_frame_join', 'pose_distance', 'project_equidistant', 'project_plumb_bob',
            'refined_pose', 'reprojection']

@@ -248,8 +248,14 @@ class _Package:
                                                     np.zeros_like(t)], axis=1))
         up_cam0 = np.array([0.0, -9.80665, 0.0])  # specific force at rest: up (cam0 y is down)
         accel = self.q0i.inv().apply(tilt.apply(up_cam0)) + rng.normal(0, 0.02, (len(t), 3))
-        gyro = np.stack([0.1 * np.cos(0.5 * t), 0.03 * np.cos(0.3 * t),
-                         0.02 * np.sin(t)], axis=1) + rng.normal(0, 0.002, (len(t), 3))
+        # The rate that turns gravity as accel shows it, in rad/s on the IMU's axes: the
+        # body frame's world-to-imu rotation C(t), C' C^T = [w]x, and a gyro reads -w.
+        def world_to_imu(x: np.ndarray) -> Rotation:
+            return self.q0i.inv() * Rotation.from_euler('xyz', np.stack([
+                0.2 * np.sin(0.5 * x), 0.1 * np.sin(0.3 * x), np.zeros_like(x)], axis=1))
+        h = 1e-4
+        w = (world_to_imu(t + h) * world_to_imu(t - h).inv()).as_rotvec() / (2 * h)
+        gyro = -w + rng.normal(0, 0.002, (len(t), 3))
         rows = ['t_s,frame_index,accel_x,accel_y,accel_z,gyro_x,gyro_y,gyro_z']
         for i in range(len(t)):
             rows.append(f'{t[i]:.6f},{frame[i]},' + ','.join(f'{v:.6f}' for v in accel[i])

@@ -452,3 +452,43 @@ def test_embedded_jpegs_are_used_where_the_mp4_is_not(package: Path, tmp_path: P
             assert msg.header.frame_id == f'{cam}_optical_frame'
             pixels = np.frombuffer(bytes(msg.data), dtype=np.uint8).reshape(img.shape)
             assert np.abs(pixels.astype(int) - img).mean() < 3.0  # the same frame, via JPEG
+
+
+# -- gyro units and axes ---------------------------------------------------------------------
+def _edit_gyro(root: Path, edit) -> None:
+    path = root / EP / 'imu.csv'
+    with open(path) as f:
+        rows = list(csv.reader(f))
+    for row in rows[1:]:
+        row[5:8] = [f'{v:.6f}' for v in edit(np.array([float(v) for v in row[5:8]]))]
+    path.write_text('\n'.join(','.join(r) for r in rows) + '\n')
+
+
+def test_gyro_is_rad_s_on_the_accel_axes_and_deg_s_or_other_axes_fail(package: Path,
+                                                                       tmp_path: Path) -> None:
+    """Gravity turns in the accel as the gyro says (dv/dt = -w x v) only in rad/s on the
+    accel's axes: the same numbers as deg/s, two axes swapped or signs flipped fail."""
+    from react_ros.kinds.truetrace.geometry import gyro_against_accel
+    with open(package / EP / 'imu.csv') as f:
+        rows = np.array([[float(v) for v in r] for r in list(csv.reader(f))[1:]])
+    t, accel, gyro = rows[:, 0], rows[:, 2:5], rows[:, 5:8]
+    right = gyro_against_accel(t, accel, gyro)
+    assert right is not None and right.ok and abs(right.scale - 1) < 0.1
+    deg = gyro_against_accel(t, accel, np.degrees(gyro))
+    assert deg is not None and not deg.ok and abs(deg.scale * 180 / np.pi - 1) < 0.1
+    # Gravity lies along the IMU's -x here, so the turns seen are about y and z: those
+    # two swapped, or every axis the other way round (the opposite sign convention), fail.
+    assert np.argmax(np.abs(np.median(accel, axis=0))) == 0
+    for wrong in (gyro[:, [0, 2, 1]], -gyro):
+        check = gyro_against_accel(t, accel, wrong)
+        assert check is not None and not check.ok
+    ep = open_episode(package, 'truetrace')
+    (line,) = [x for x in ep.report if 'gyro in rad/s' in x]
+    assert line.startswith('ok   ') and 'would read: the same numbers as deg/s: a factor 5' in line
+    for name, edit in (('deg', np.degrees), ('axes', lambda g: g[[0, 2, 1]])):
+        root = Path(shutil.copytree(package, tmp_path / name))
+        _edit_gyro(root, edit)
+        ep = open_episode(root, 'truetrace')
+        assert 'conformance: FAIL' in ep.report, name
+        assert any(x.startswith('FAIL gyro in rad/s') for x in ep.report), name
+        assert any('imu.csv: conformance check failed: gyro' in w for w in ep.warnings), name
