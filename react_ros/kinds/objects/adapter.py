@@ -212,6 +212,14 @@ class ObjectsAdapter:
         lines = [f'objects: {s.n} instance(s), {s.frames} frames at '
                  f'{(s.frames - 1) / max(s.t_s[-1] - s.t_s[0], 1e-9):.1f} Hz; poses in metres '
                  f'(median |translation| {median_m:.2f} m)']
+        fi = s.frame_index
+        lines.append(f'  time: stamp = time_base_s + t ({self.t_ns[0] / 1e9:.3f} .. '
+                     f'{self.t_ns[-1] / 1e9:.3f} s); frame_index / 120 Hz would read '
+                     f'{int(fi[0]) / 120:.3f} .. {int(fi[-1]) / 120:.3f} s (it counts the '
+                     'body grid, not the session)')
+        lines.append(f'  units: T_world_obj translations are metres (median {median_m:.2f} m); '
+                     f'read as the vendor exports\' millimetres they would be '
+                     f'{median_m / 1000:.5f} m')
         for inst in s.instances:
             i = inst.index
             valid = s.valid[i]
@@ -232,7 +240,7 @@ class ObjectsAdapter:
             if geometry is not None:
                 lines.append(f'  mesh {inst.name}: {inst.mesh}, {geometry.triangles} triangles '
                              f'carried in /objects/markers as a TRIANGLE_LIST '
-                             f'({geometry.rows.nbytes / 1e6:.2f} MB a message; no file:// '
+                             f'({geometry.rows.nbytes / 1e3:.1f} kB a message; no file:// '
                              'path, the bag needs no release)')
         lines.append(f'  absent (objects.json, not in the npz): {", ".join(s.absent) or "none"}')
         lines.append(f'  files present but not read (undocumented here, never guessed at): '
@@ -264,12 +272,13 @@ class ObjectsAdapter:
             if got is None:
                 lines.append(f'  marker check: {inst.name}: no consistent marker to compare')
                 continue
-            right, wrong = got
+            right = got.right
             how = 'T_world_obj @ inv(T_rb_obj)' if inst.pose_frame == 'mesh' else 'T_world_obj'
-            other = '' if wrong is None else f' (T_world_obj @ T_rb_obj would read ' \
-                f'{wrong:.1f} mm)'
+            other = f'inv(T_world_obj) taken as the pose would read {got.pose_inverted:.1f} mm'
+            if got.rb_other_way is not None:
+                other += f'; T_world_obj @ T_rb_obj would read {got.rb_other_way:.1f} mm'
             lines.append(f'  marker check: {inst.name}: template_m through {how} lands '
-                         f'{right:.1f} mm from markers_m{other}')
+                         f'{right:.1f} mm from markers_m ({other})')
             if right > limit:
                 self.warnings.append(f'{MARKERS_NPZ}: {inst.name}: template_m through {how} '
                                      f'lands {right:.1f} mm from markers_m (more than '

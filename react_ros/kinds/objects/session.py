@@ -337,24 +337,34 @@ def scan_markers(session: Session, chunk: int) -> np.ndarray:
     return seen
 
 
+@dataclass(frozen=True)
+class MarkerResidual:
+    """Median distance (mm) of template_m from the consistent markers_m, per reading."""
+    right: float  # the format document's reading
+    rb_other_way: float | None  # T_world_obj @ T_rb_obj (mesh instances only)
+    pose_inverted: float  # inv(T_world_obj) taken as pose_frame -> world
+
+
 def marker_residual_mm(inst: Instance, template: np.ndarray, poses: np.ndarray,
-                       pts: np.ndarray, agree: np.ndarray) -> tuple[float, float | None] | None:
+                       pts: np.ndarray, agree: np.ndarray) -> MarkerResidual | None:
     """How far template_m lands from the consistent markers_m of one instance, in mm.
 
     `poses` (f, 4, 4), `pts` (f, k, 3), `agree` (f, k) are the instance's arrays on
-    the frames compared, `template` (k, 3) its template_m. Returns (the format
-    document's reading, the classic mistake's): T_world_rb = T_world_obj @
-    inv(T_rb_obj) for mesh instances (T_world_obj itself for rigid_body ones),
-    against T_rb_obj taken the other way round, T_world_obj @ T_rb_obj (None for
-    rigid_body instances). Median over the consistent markers; None where there
-    is nothing to compare.
+    the frames compared, `template` (k, 3) its template_m. The format document's
+    reading: T_world_rb = T_world_obj @ inv(T_rb_obj) for mesh instances
+    (T_world_obj itself for rigid_body ones). Against it, the two classic
+    mistakes: T_rb_obj taken the other way round (T_world_obj @ T_rb_obj), and
+    T_world_obj taken as world -> object (inverted). Median over the consistent
+    markers; None where there is nothing to compare.
     """
     poses = np.asarray(poses, dtype=float)
-    readings = [poses]
+    inverted = np.linalg.inv(poses)
+    readings = [poses, inverted]
     if inst.pose_frame == 'mesh':
         if not np.all(np.isfinite(inst.t_rb_obj)):
             return None
-        readings = [poses @ np.linalg.inv(inst.t_rb_obj), poses @ inst.t_rb_obj]
+        rb_in_obj = np.linalg.inv(inst.t_rb_obj)
+        readings = [poses @ rb_in_obj, inverted @ rb_in_obj, poses @ inst.t_rb_obj]
     out: list[float] = []
     for t_world_rb in readings:
         guess = np.einsum('fij,kj->fki', t_world_rb[:, :3, :3], template) \
@@ -365,7 +375,7 @@ def marker_residual_mm(inst: Instance, template: np.ndarray, poses: np.ndarray,
         if not use.any():
             return None
         out.append(float(np.median(np.linalg.norm(guess[use] - pts[use], axis=-1))) * 1000)
-    return out[0], (out[1] if len(out) > 1 else None)
+    return MarkerResidual(out[0], out[2] if len(out) > 2 else None, out[1])
 
 
 def frames_of(npz: NpzArchive, key: str, frames: np.ndarray, chunk: int) -> np.ndarray:
@@ -380,5 +390,6 @@ def frames_of(npz: NpzArchive, key: str, frames: np.ndarray, chunk: int) -> np.n
 
 
 __all__ = ['HELD_BY', 'Instance', 'MARKERS_NPZ', 'MOTION', 'NOT_READ', 'OBJECTS_JSON',
-           'OBJECTS_NPZ', 'PoseScan', 'QUALITY', 'Session', 'frames_of', 'marker_residual_mm', 'read_session', 'rigid_faults',
+           'MarkerResidual', 'OBJECTS_NPZ', 'PoseScan', 'QUALITY', 'Session', 'frames_of',
+           'marker_residual_mm', 'read_session', 'rigid_faults',
            'scan_markers', 'scan_poses']
