@@ -135,6 +135,21 @@ def test_mesh_table_maps_mesh_ids_onto_actor_ids(episode: Path) -> None:
     assert any('mesh id table gives another entity' in w for w in opened.warnings)
 
 
+def test_an_actor_id_without_an_entity_fails_the_check(episode: Path) -> None:
+    assert 'actor ids without an entity: none' in _line(
+        open_episode(episode, 'robotwin').report, 'mesh id table')[0]
+
+    def stray(ids: np.ndarray) -> np.ndarray:
+        ids = ids.copy()
+        ids[0, 0, :3] = 999  # no entity has this id
+        return ids
+    _rewrite(rh.extra_path(episode), f'{rh.HEAD}/actor_id', stray)
+    opened = open_episode(episode, 'robotwin')
+    line = _line(opened.report, 'mesh id table')[0]
+    assert line.endswith(': FAIL') and 'without an entity: 999' in line, line
+    assert any('actor id(s) [999]' in w for w in opened.warnings), opened.warnings
+
+
 def test_grippers_and_id_table_are_published(episode: Path) -> None:
     opened = open_episode(episode, 'robotwin')
     streams = {s.topic: s for s in opened.streams}
