@@ -76,6 +76,7 @@ def files(release: Path) -> dict[str, Any]:
         out['kinds'] = [n.decode() for n in f['entities/kind'][()]]
         out['pose'] = f['entities/pose'][()].astype(np.float64)
         out['left_k'] = f['observation/left_camera/intrinsic_cv'][()].astype(np.float64)
+        out['left_ext'] = f['observation/left_camera/extrinsic_cv'][()].astype(np.float64)
         out['targets'] = json.loads(f['segmentation'].attrs['targets'])
     return out
 
@@ -177,6 +178,16 @@ def test_head_camera_tf_is_the_inverse_of_extrinsic_cv_and_agrees_with_gl(bag: M
         assert np.allclose(cam_in_world, files['cam2world_gl'][i] @ flip, atol=1e-5)
     assert not np.allclose(_tf(bag['/tf'][0][1], 'head_camera_optical_frame'),
                            _tf(bag['/tf'][-1][1], 'head_camera_optical_frame'))
+
+
+def test_wrist_camera_tf_follows_each_frames_extrinsic(bag: Msgs, files: dict) -> None:
+    # the document: the wrist calibration changes every frame, with the arm
+    poses = [_tf(msg, 'left_camera_optical_frame') for _, msg in bag['/tf']]
+    for i, cam_in_world in enumerate(poses):
+        ext = np.vstack([files['left_ext'][i], [0, 0, 0, 1]])
+        assert np.allclose(cam_in_world @ ext, np.eye(4), atol=1e-5)
+    # frame 0's calibration kept for the episode would be centimetres off by the end
+    assert np.linalg.norm(poses[-1][:3, 3] - poses[0][:3, 3]) > 0.01
 
 
 def test_depth_is_32fc1_metres_and_meets_the_point_cloud(bag: Msgs, release: Path,
