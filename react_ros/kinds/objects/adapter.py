@@ -16,6 +16,10 @@ instances /tf_static also carries `<instance>` -> `<instance>_rigid_body`
 <instance>`, which would give `<instance>` a second parent beside `world`, a
 tree tf2 cannot hold.
 
+Meshes travel inside /objects/markers as TRIANGLE_LISTs of their PLY's
+triangles, live and in bags alike: a bag stays whole when the release is moved
+or deleted, and a viewer on another machine needs no file (docs/objects.md).
+
 Validity is computed, not trusted: a frame marked valid whose matrix holds NaN
 is dropped with a warning (the one invalid-pose rule, adapters/poses.py); one
 whose matrix is finite but not a rigid transform (rotation not orthonormal or
