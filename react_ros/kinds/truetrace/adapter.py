@@ -29,7 +29,7 @@ import numpy as np
 from geometry_msgs.msg import Point, Pose, PoseArray
 from sensor_msgs.msg import Imu
 from std_msgs.msg import ColorRGBA, String
-from visualization_msgs.msg import Marker, MarkerArray
+from visualization_msgs.msg import ImageMarker, Marker, MarkerArray
 
 from react_ros.adapters.base import DatasetKind, Episode, EpisodeOptions, EpisodeRef
 from react_ros.adapters.poses import FAULTS, PosePolicy, PoseRule
@@ -98,6 +98,7 @@ class _Source:
     time_from: str  # what the frame times were read from, for messages
     source_offset: int | None  # source_frame - clip_frame, where the files say
     jpeg_frames: dict[str, int] = field(default_factory=dict)  # the export's /frames/camN
+    per_frame_action: list[str] | None = None  # the export's /annotations/per_frame_action
 
 
 @dataclass(frozen=True)
@@ -180,6 +181,9 @@ class TrueTraceAdapter:
         check_ns(int(self.imu_ns.max()), src.imu.path, f'IMU t_s {src.imu.t_s[-1]}')
         self._check_imu_rate(src)
         self.hand_ok = self._check_hands(src.hands)
+        tri = src.hands.triangulated  # the folder's raw stereo points (not in the export)
+        self.tri_ok = self.hand_ok & (np.all(np.isfinite(tri), axis=(2, 3)) if tri is not None
+                                      else False)
         self.extra = self._extra_hands(src.hands)
         self.segment_items = sorted(self._segments(src) + self._label_flags(src),
                                     key=lambda x: x[0])
@@ -232,7 +236,7 @@ class TrueTraceAdapter:
                                          'HDF5 export holds one episode')
             x = read_h5_export(self.path)
             return _Source(x.calibration, x.hands, x.imu, x.videos, x.segments, None,
-                           '/time/t_s', None, x.jpeg_frames)
+                           '/time/t_s', None, x.jpeg_frames, x.per_frame_action)
         folder = self._episode_folder()
         self.episode_name = folder.name
         calib = read_calibration(folder / 'calibration.json')
@@ -481,6 +485,10 @@ class TrueTraceAdapter:
             streams += self._camera(c)
         streams.append(self._imu())
         streams += [self._keypoints(h) for h in range(2)]
+        streams += [self._triangulated(h) for h in range(2) if self.tri_ok[:, h].any()]
+        streams += [self._keypoints_2d(h) for h in range(2)]
+        if self.src.per_frame_action is not None:
+            streams.append(self._per_frame_action(self.src.per_frame_action))
         streams.append(self._markers())
         streams.append(self._annotations())
         return streams
@@ -567,6 +575,62 @@ class TrueTraceAdapter:
                 yield int(t_ns[i]), msg
         return Stream(f'/hands/{side}/keypoints', 'geometry_msgs/msg/PoseArray', gen,
                       count=int(ok.sum()), approx_bytes=60 + 56 * JOINTS)
+
+    def _triangulated(self, h: int) -> Stream:
+        """keypoints_3d_triangulated_m: the raw stereo points the registered shape was
+        fitted to (shape_fit_residual_mm apart), beside /hands/<side>/keypoints."""
+        side, ok, t_ns, frame = HANDS[h], self.tri_ok[:, h], self.t_ns, self.frames['cam0']
+        tri = self.src.hands.triangulated
+        assert tri is not None
+
+        def gen() -> Iterator[tuple[int, Any]]:
+            for i in np.flatnonzero(ok):
+                msg = PoseArray()
+                msg.header.stamp = stamp(int(t_ns[i]))
+                msg.header.frame_id = frame
+                msg.poses = [_point_pose(p) for p in tri[i, h]]
+                yield int(t_ns[i]), msg
+        return Stream(f'/hands/{side}/keypoints_triangulated', 'geometry_msgs/msg/PoseArray',
+                      gen, count=int(ok.sum()), approx_bytes=60 + 56 * JOINTS)
+
+    def _keypoints_2d(self, h: int) -> Stream:
+        """keypoints_2d_cam0_px as an ImageMarker (POINTS) on cam0's image: x, y the pixel
+        of the published image (times --image-scale, as K is), z the joint's stated
+        reprojection error in px of the calibrated size (-1 where the file has none)."""
+        side, ok, t_ns, frame = HANDS[h], self.hand_ok[:, h], self.t_ns, self.frames['cam0']
+        rgba = [float(np.float32(v)) for v in self.config['marker_colours'][side]]
+        scale = self.options.image_scale
+
+        def gen() -> Iterator[tuple[int, Any]]:
+            for a, b in chunks(self.src.hands.n):
+                _, kp2, rep = self.src.hands.chunk(a, b)
+                for i in range(a, b):
+                    if not ok[i]:
+                        continue
+                    m = ImageMarker()
+                    m.header.stamp, m.header.frame_id = stamp(int(t_ns[i])), frame
+                    m.ns, m.id, m.type, m.action = f'{side}_hand', 0, ImageMarker.POINTS, \
+                        ImageMarker.ADD
+                    m.scale = 2.0
+                    m.outline_color = ColorRGBA(r=rgba[0], g=rgba[1], b=rgba[2], a=rgba[3])
+                    m.points = [Point(x=float(uv[0]) * scale, y=float(uv[1]) * scale,
+                                      z=float(e) if np.isfinite(e) else -1.0)
+                                for uv, e in zip(kp2[i - a, h], rep[i - a, h])]
+                    yield int(t_ns[i]), m
+        return Stream(f'/hands/{side}/keypoints_2d', 'visualization_msgs/msg/ImageMarker', gen,
+                      count=int(ok.sum()), approx_bytes=120 + 24 * JOINTS)
+
+    def _per_frame_action(self, actions: list[str]) -> Stream:
+        """The export's /annotations/per_frame_action, at each frame where it changes."""
+        t_ns = self.t_ns
+        changes = [i for i in range(len(actions)) if i == 0 or actions[i] != actions[i - 1]]
+
+        def gen() -> Iterator[tuple[int, Any]]:
+            for i in changes:
+                yield int(t_ns[i]), String(data=json.dumps(
+                    {'type': 'per_frame_action', 'clip_frame': i, 'action': actions[i]}))
+        return Stream('/annotations/per_frame_action', 'std_msgs/msg/String', gen,
+                      count=len(changes), approx_bytes=120)
 
     def _markers(self) -> Stream:
         ok, t_ns, frame, cfg = self.hand_ok, self.t_ns, self.frames['cam0'], self.config

@@ -499,6 +499,7 @@ class H5Export:
     imu: ImuSamples
     segments: list[dict[str, Any]]
     meta: dict[str, Any]
+    per_frame_action: list[str] | None = None  # [N], where the export has it
 
 
 def _attr_text(v: Any) -> str:
@@ -612,9 +613,16 @@ def _read_h5(f: Any, path: Path) -> H5Export:
     meta = {k: _attr_text(v) if isinstance(v, (bytes, str)) else v.item()
             if isinstance(v, np.generic) else v for k, v in f['meta'].attrs.items()} \
         if 'meta' in f else {}
+    per_frame_action = None
+    if 'annotations/per_frame_action' in f:
+        ds = f['annotations/per_frame_action']
+        if ds.shape != (n,):
+            raise DatasetFormatError(path, f'/annotations/per_frame_action has shape '
+                                     f'{ds.shape}, expected ({n},) (N = {n} frames of /time/t_s)')
+        per_frame_action = [_attr_text(v) for v in ds[()]]
     hands = HandFrames(path, t_s, present, _h5=path)
     imu = ImuSamples(path, imu_t, np.asarray(f['imu/frame_index'][()], dtype=np.int64), _h5=path)
-    return H5Export(path, calib, videos, jpeg, hands, imu, segments, meta)
+    return H5Export(path, calib, videos, jpeg, hands, imu, segments, meta, per_frame_action)
 
 
 def jpeg_frame_sizes(path: Path, cam: str) -> Iterator[tuple[int, int]]:

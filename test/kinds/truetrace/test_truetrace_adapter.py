@@ -92,10 +92,17 @@ def test_all_three_layouts_are_truetrace(package: Path) -> None:
         assert detect_kind(path) == 'truetrace'
 
 
+FOLDER_ONLY = {'/hands/left/keypoints_triangulated', '/hands/right/keypoints_triangulated'}
+EXPORT_ONLY = {'/annotations/per_frame_action'}
+
+
 def test_folder_and_export_give_the_same_messages(bags: dict[str, dict]) -> None:
+    """The same episode two ways: the same messages, but for what only one of them holds
+    (triangulated points in hands_3d.jsonl, per_frame_action in the export)."""
     folder, export = bags['folder'], bags['export']
-    assert sorted(folder) == sorted(export)
-    for topic in folder:
+    assert set(folder) - set(export) == FOLDER_ONLY
+    assert set(export) - set(folder) == EXPORT_ONLY
+    for topic in set(folder) & set(export):
         a = [(t, data) for t, data, _ in folder[topic]]
         b = [(t, data) for t, data, _ in export[topic]]
         assert len(a) == len(b), topic
@@ -280,6 +287,45 @@ def test_keypoints_are_published_as_labelled_only_when_present(package: Path,
             pts = np.array([[p.position.x, p.position.y, p.position.z] for p in msg.poses])
             np.testing.assert_array_equal(pts, np.asarray(kp, dtype=np.float32))
             assert {p.orientation.w for p in msg.poses} == {1.0}
+
+
+def test_triangulated_and_2d_keypoints_are_published_as_the_file_says(
+        package: Path, bags: dict[str, dict]) -> None:
+    lines, frames = _hands_lines(package), _video_stamps(package)
+    for side, label in (('left', 'Left'), ('right', 'Right')):
+        hands = [(frames[line['clip_frame']], h) for line in lines for h in line['hands']
+                 if h['hand'] == label]
+        tri = bags['folder'][f'/hands/{side}/keypoints_triangulated']
+        flat = bags['folder'][f'/hands/{side}/keypoints_2d']
+        assert len(tri) == len(flat) == len(hands)
+        for (t, h), (tt, _, pa), (ft, _, im) in zip(hands, tri, flat):
+            assert tt == ft == t == _stamp(pa) == _stamp(im)
+            assert pa.header.frame_id == im.header.frame_id == 'cam0_optical_frame'
+            got = np.array([[p.position.x, p.position.y, p.position.z] for p in pa.poses])
+            np.testing.assert_array_equal(got, np.asarray(h['keypoints_3d_triangulated_m'],
+                                                          dtype=np.float32))
+            # Not the registered shape: that one is shape_fit_residual_mm away.
+            reg = np.asarray(h['keypoints_3d_cam0_m'])
+            np.testing.assert_allclose(np.linalg.norm(got - reg, axis=1) * 1000,
+                                       h['shape_fit_residual_mm'], atol=0.02)
+            assert (im.type, im.action, im.ns) == (4, 0, f'{side}_hand')  # POINTS, ADD
+            np.testing.assert_array_equal([[p.x, p.y] for p in im.points],
+                                          np.asarray(h['keypoints_2d_cam0_px'], np.float32))
+            np.testing.assert_array_equal([p.z for p in im.points],
+                                          np.asarray(h['reprojection_error_px'], np.float32))
+
+
+def test_the_export_per_frame_action_is_published_where_it_changes(
+        package: Path, bags: dict[str, dict]) -> None:
+    with h5py.File(package / EXPORT) as f:
+        actions = [a.decode() for a in f['annotations/per_frame_action'][()]]
+    frames = _video_stamps(package)
+    got = bags['export']['/annotations/per_frame_action']
+    changes = [i for i in range(len(actions)) if i == 0 or actions[i] != actions[i - 1]]
+    assert len(changes) == 2 < len(actions)
+    assert [t for t, _, _ in got] == [frames[i] for i in changes]
+    assert [json.loads(m.data) for _, _, m in got] == [
+        {'type': 'per_frame_action', 'clip_frame': i, 'action': actions[i]} for i in changes]
 
 
 def test_markers_draw_kept_hands_and_clear_the_others(package: Path,
