@@ -1,0 +1,36 @@
+"""docs/robotwin.md lists exactly the topics an episode publishes, and links the pitfalls."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from robotwin_support import EP0, EP1, robotwin_release
+
+from react_ros.adapters import open_episode
+
+REPO = Path(__file__).resolve().parents[3]
+PAGE = REPO / 'docs' / 'robotwin.md'
+
+
+def _table_topics() -> list[str]:
+    """The first cell of every row of the page's topic table."""
+    return [m.group(1) for line in PAGE.read_text(encoding='utf-8').splitlines()
+            if (m := re.match(r'^\| (/[^ |]*) \|', line))]
+
+
+def test_the_topic_table_is_what_the_sample_publishes(tmp_path_factory: pytest.TempPathFactory
+                                                      ) -> None:
+    root = robotwin_release(tmp_path_factory)
+    published = {s.topic for s in open_episode(root / EP0, 'robotwin').streams}
+    listed = _table_topics()
+    assert len(listed) == len(set(listed)), 'a topic listed twice'
+    assert set(listed) == published, (set(listed) ^ published)
+    # without _extra, a subset: every topic it publishes is listed too
+    assert {s.topic for s in open_episode(root / EP1, 'robotwin').streams} < published
+
+
+def test_the_page_links_the_pitfalls_table() -> None:
+    text = PAGE.read_text(encoding='utf-8')
+    link = re.search(r'\]\((\.\./react_ros/kinds/robotwin/PITFALLS\.md)\)', text)
+    assert link and (PAGE.parent / link.group(1)).is_file()
