@@ -383,7 +383,11 @@ class TrueTraceAdapter:
             if f >= src.hands.n or seg['end_frame'] >= src.hands.n:
                 raise DatasetFormatError(path, f'segment {i}: frames {f}..{seg["end_frame"]} '
                                          f'outside the clip\'s {src.hands.n} cam0 frames')
-            items.append((int(self.t_ns[f]), json.dumps({'type': 'segment', **seg})))
+            doc = {'type': 'segment', **seg}
+            if src.hands.source_frame is not None:  # the original recording's numbering
+                doc['source_start_frame'] = int(src.hands.source_frame[f])
+                doc['source_end_frame'] = int(src.hands.source_frame[seg['end_frame']])
+            items.append((int(self.t_ns[f]), json.dumps(doc)))
         items.sort(key=lambda x: x[0])
         return items
 
