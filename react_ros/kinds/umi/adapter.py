@@ -14,6 +14,8 @@ from typing import Any, Callable, ClassVar, Iterator, Sequence
 
 import numpy as np
 from rclpy.serialization import deserialize_message
+from geometry_msgs.msg import TwistStamped
+from sensor_msgs.msg import Joy
 from std_msgs.msg import String
 
 from react_ros.adapters.base import DatasetKind, Episode, EpisodeOptions, EpisodeRef
@@ -26,8 +28,11 @@ from react_ros.formats.camera_info_yaml import read_camera_info
 from react_ros.formats.text_files import read_yaml
 from react_ros.formats.times import check_ns, ns_value, seconds_to_ns
 from react_ros.formats.urdf import parse_urdf
+from react_ros.kinds.umi import checks
+from react_ros.kinds.umi.tracking import (BODIES, TrackingStatus, invalid_pose_offsets,
+                                          mask_bits, pose_validity, read_status)
 from react_ros.ros.cdr import CdrReader, header_stamp
-from react_ros.ros.msgs import message_class
+from react_ros.ros.msgs import message_class, stamp
 from react_ros.ros.robot_state import robot_state_streams
 from react_ros.ros.tf import tf_message, transform_stamped
 from react_ros.streams import Stream
@@ -38,6 +43,8 @@ CAMERA_INFO = 'meta/sensor/{}.metadata_interface.camera_info.meta.yaml'
 VIDEO = 'data/{}.perception_interface.camera.state.mp4'
 ANNOTATIONS = ('meta/system/annotation.yaml', 'meta/system/flag.yaml')
 URDF = 'meta/scene/robot_description.urdf'
+JOY_TOPIC = '/tracking/input/joy'
+TWIST_TOPIC = '/tracking/{}/twist'
 
 
 def _has_header(msg_type: str) -> bool:
@@ -72,6 +79,7 @@ class UmiAdapter:
         self.options = options
         self.config = KIND.config()
         self.warnings: list[str] = []
+        self.report = checks.Report()
 
     # -- validation, all before any stream exists ----------------------------------------
     def open(self) -> Episode:
@@ -103,11 +111,18 @@ class UmiAdapter:
             self.urdf = urdf_path.read_text()
         except UnicodeDecodeError:
             raise DatasetFormatError(urdf_path, 'URDF is not UTF-8 text') from None
-        self._check_urdf(parse_urdf(self.urdf, urdf_path))
+        robot = parse_urdf(self.urdf, urdf_path)
+        self._check_urdf(robot)
+        self._check_grippers(robot)
+        for topic, cam_stamps in sorted(self.pointers.items()):
+            video_us = self.video_stamps[topic]
+            checks.video_lines(self.report, topic, np.asarray(cam_stamps, np.int64),
+                               np.asarray(video_us, np.int64) if len(video_us) == len(
+                                   cam_stamps) else None)
         annotations = self._annotations()
 
         joint_states = self._joint_states()
-        streams = [*self._recorded(), self._tf(), joint_states]
+        streams = [*self._recorded(), self._tf(), joint_states, *self._tracking_streams()]
         for cam in self.cameras:
             streams += self._camera_streams(cam)
         streams.append(annotations)
@@ -120,7 +135,7 @@ class UmiAdapter:
         streams += robot_state_streams(self.urdf, joint_states, start_ns, urdf_path)
         return Episode(kind=self.kind, path=self.root, start_ns=start_ns, end_ns=end_ns,
                        streams=streams, urdf=self.urdf, warnings=self.warnings,
-                       invalid_poses=self.pose_rule.counts)
+                       invalid_poses=self.pose_rule.counts, report=self.report.lines)
 
     def _check_urdf(self, robot: Any) -> None:
         """Warn where the data names frames or joints the URDF lacks (TF would break)."""
@@ -132,6 +147,24 @@ class UmiAdapter:
         joints = sorted(set(self.config['joint_names'].values()) - set(robot.joints))
         if joints:
             self.warnings.append(f'{URDF}: no joint(s) {", ".join(joints)} for /joint_states')
+
+    def _check_grippers(self, robot: Any) -> None:
+        """Gripper values are radians (the encoder's ticks normalised) within the joint's limits.
+
+        What is outside them is published as recorded (robot_state_publisher clamps
+        nothing): `info` says FAIL, convert and play warn.
+        """
+        names: dict[str, str] = self.config['joint_names']
+        for topic, by_name in sorted(self.gripper_values.items()):
+            for name, values in sorted(by_name.items()):
+                joint = robot.joints.get(names.get(name, name))
+                limits = None if joint is None or joint.limits is None else \
+                    (joint.limits.lower, joint.limits.upper)
+                before = len(self.report.failures)
+                checks.gripper_lines(self.report, names.get(name, name), topic,
+                                     np.asarray(values, float), limits)
+                self.warnings += [f'{self.bag.path.name}: {f}'
+                                  for f in self.report.failures[before:]]
 
     def _scan(self) -> None:
         """One pass over the MCAP: every message's time, poses and pointers decoded.
@@ -146,16 +179,30 @@ class UmiAdapter:
         topics: list[str] = []
         stamps: list[int] = []
         self.pointers: dict[str, list[int]] = {t: [] for t in pointer_topics}
+        self.video_stamps: dict[str, list[int]] = {t: [] for t in pointer_topics}
         self.first_pointer: dict[str, tuple[str, dict[str, str]]] = {}
-        poses: dict[str, list[tuple[int, tuple[float, ...]]]] = {t: [] for t in pose_topics}
+        poses: dict[str, list[tuple[int, int, tuple[float, ...]]]] = {t: [] for t in pose_topics}
+        tracking_topic = self.config['tracking_topic']
+        status_texts: list[str] = []
+        status_ns: list[int] = []
+        gripper_topics = {GRIPPER_TOPIC.format(s) for s in ('left', 'right')}
+        self.gripper_values: dict[str, dict[str, list[float]]] = {}
         for i, raw in enumerate(self.bag.messages()):
             topics.append(raw.topic)
             try:
                 t = header_stamp(raw.data) if headered[raw.topic] else raw.log_time_ns
                 if raw.topic in pose_topics:
-                    poses[raw.topic].append((i, CdrReader(raw.data).pose_stamped()))
+                    poses[raw.topic].append((i, raw.log_time_ns,
+                                             CdrReader(raw.data).pose_stamped()))
                 elif raw.topic in pointer_topics:
                     self.pointers[raw.topic].append(self._pointer_stamp(raw))
+                elif raw.topic == tracking_topic:
+                    status_texts.append(CdrReader(raw.data).string())
+                    status_ns.append(raw.log_time_ns)
+                elif raw.topic in gripper_topics:
+                    by_name = self.gripper_values.setdefault(raw.topic, {})
+                    for name, value in _joint_positions(raw.data):
+                        by_name.setdefault(name, []).append(value)
             except (struct.error, IndexError):
                 raise DatasetFormatError(self.bag.path, f'message {i} on {raw.topic} is '
                                          'truncated') from None
@@ -171,11 +218,35 @@ class UmiAdapter:
         self.pose_rule = PoseRule(PosePolicy(
             float(self.config.get('max_quaternion_norm_error', 0.01))), self.warnings)
         self.bad_pose: set[int] = set()  # indices (in the scan) of unpublishable poses
+        self.status: TrackingStatus | None = None
+        if tracking_topic in self.types:
+            self.status = read_status(status_texts, status_ns, self.bag.path, tracking_topic)
+        else:
+            self.report.skipped(f'no {tracking_topic}: pose validity not known, every finite '
+                                'unit pose published')
         for topic, items in sorted(poses.items()):
             if items:
-                ok = self.pose_rule.check(topic, [v for _, v in items], self.bag.path,
+                values = np.array([v for _, _, v in items], float)
+                ok = self.pose_rule.check(topic, values, self.bag.path,
                                           unit='message', where=' on /tf')
-                self.bad_pose.update(i for (i, _), good in zip(items, ok) if not good)
+                if self.status is not None:
+                    ok &= self._tracked(topic, np.array([n for _, n, _ in items]), values, ok)
+                self.bad_pose.update(i for (i, _, _), good in zip(items, ok) if not good)
+
+    def _tracked(self, topic: str, log_ns: np.ndarray, values: np.ndarray,
+                 finite: np.ndarray) -> np.ndarray:
+        """Mask of the poses the tracking status says are valid; counted and reported."""
+        assert self.status is not None
+        body = self.config['pose_bodies'][topic]
+        gap_ns = int(float(self.config['max_status_gap_ms']) * 1e6)
+        ok, _ = pose_validity(self.status, body, log_ns, gap_ns)
+        # counted here only where the norm rule has not already refused the pose
+        dropped = int(np.sum(finite & ~ok))
+        if dropped:
+            self.pose_rule.counts[topic] = self.pose_rule.counts.get(topic, 0) + dropped
+        checks.tracking_lines(self.report, topic, body, len(values), dropped,
+                              invalid_pose_offsets(values[finite], ok[finite]))
+        return ok
 
     def _check_capture_order(self, topic: str, stamps: list[int]) -> None:
         """Frame n is the n-th pointer: its capture times must strictly increase."""
@@ -199,6 +270,8 @@ class UmiAdapter:
         name, values = CdrReader(raw.data).diagnostic_status()
         self.first_pointer.setdefault(raw.topic, (name, values))
         what = f'frame pointer on {raw.topic} at log time {raw.log_time_ns}'
+        if values.get('video.stamp', '').isdigit():
+            self.video_stamps[raw.topic].append(int(values['video.stamp']))
         if 'header.stamp' not in values:
             raise DatasetFormatError(self.bag.path, f'{what} has no header.stamp value')
         return ns_value(values['header.stamp'], self.bag.path, f'{what}: header.stamp')
@@ -216,6 +289,10 @@ class UmiAdapter:
         self._compare_pointer(topic, info)
         meta = read_camera_info(self.root / CAMERA_INFO.format(cam))
         self._check_calibrated_size(self.root / CAMERA_INFO.format(cam), meta, info)
+        before = len(self.report.failures)
+        checks.camera_lines(self.report, CAMERA_INFO.format(cam), list(meta['k']),
+                            list(meta['p']))
+        self.warnings += self.report.failures[before:]
         return _Camera(cam, info, stamps, meta)
 
     def _check_calibrated_size(self, path: Path, meta: dict[str, Any],
@@ -347,10 +424,59 @@ class UmiAdapter:
         return Stream('/joint_states', 'sensor_msgs/msg/JointState', gen,
                       count=int(self._scan_mask(topics).sum()), approx_bytes=100)
 
+    def _tracking_streams(self) -> list[Stream]:
+        """The status's input block as sensor_msgs/Joy, each body's velocity as TwistStamped.
+
+        Stamped with the status's log time (a String has no header); in the status's
+        reference space, `tracking_frame`. Velocities the status flags as not valid
+        are not published.
+        """
+        status = self.status
+        if status is None:
+            return []
+        frame = str(self.config['tracking_frame'])
+
+        def joy() -> Iterator[tuple[int, Any]]:
+            for t, axes, buttons, touches in zip(status.log_ns.tolist(), status.axes,
+                                                 status.buttons, status.touches):
+                msg = Joy(axes=[float(a) for a in axes],
+                          buttons=mask_bits(buttons) + mask_bits(touches))
+                msg.header.stamp, msg.header.frame_id = stamp(t), frame
+                yield t, msg
+        streams = [Stream(JOY_TOPIC, 'sensor_msgs/msg/Joy', joy, count=len(status.log_ns),
+                          approx_bytes=400)]
+        checks.mask_lines(self.report, JOY_TOPIC, status.buttons, status.touches)
+
+        for body in BODIES:
+            def twist(body: str = body) -> Iterator[tuple[int, Any]]:
+                values, ok = status.twist[body], status.twist_ok[body]
+                for i in np.flatnonzero(ok).tolist():
+                    t = int(status.log_ns[i])
+                    msg = TwistStamped()
+                    msg.header.stamp, msg.header.frame_id = stamp(t), frame
+                    v = values[i].tolist()
+                    lin, ang = msg.twist.linear, msg.twist.angular
+                    lin.x, lin.y, lin.z, ang.x, ang.y, ang.z = v
+                    yield t, msg
+            streams.append(Stream(TWIST_TOPIC.format(body), 'geometry_msgs/msg/TwistStamped',
+                                  twist, count=int(status.twist_ok[body].sum()),
+                                  approx_bytes=120))
+        return streams
+
     def _camera_streams(self, cam: _Camera) -> list[Stream]:
         return video_camera_streams(cam.video, cam.stamps, f'/{cam.name}',
                                     f'{cam.name}_color_optical_frame', cam.meta,
                                     image_scale=self.options.image_scale)
+
+
+def _joint_positions(data: bytes) -> list[tuple[str, float]]:
+    """(name, position) pairs of a sensor_msgs/JointState's CDR, without rclpy."""
+    r = CdrReader(data)
+    r.pos = 8  # header.stamp
+    r.string()  # header.frame_id
+    names = [r.string() for _ in range(r.u32())]
+    positions = r.doubles(r.u32())
+    return list(zip(names, positions))
 
 
 def _entries(doc: Any, key: str, path: Path) -> list[dict[str, Any]]:

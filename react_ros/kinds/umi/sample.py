@@ -38,6 +38,15 @@ PATTERN_BITS = 16  # 4x4 blocks: frame indices up to 65535 (18 min at 60 Hz)
 TASK = 'pick up the cup and place it on the plate'
 FRAME_DROP_REASON = 'frame drop'
 VERSION = '1.0.0'
+# Where the tracker lost a body (fractions of the episode, and what it lost). The pose
+# topics keep logging through a loss with what the headset reports then: the position at
+# the reference origin, or a flipped orientation: finite unit quaternions that only the
+# tracking status says are not valid (the pitfall the adapter must not miss).
+TRACKING_LOSSES = {'left_aim': (0.30, 0.40, 'position'), 'right_aim': (0.55, 0.65, 'orientation'),
+                   'head': (0.80, 0.86, 'both')}
+POSE_BODY = {'center': 'head', 'left': 'left_aim', 'right': 'right_aim'}
+BODIES = ('head', 'left_grip', 'left_aim', 'right_grip', 'right_aim')
+LOST_ORIENTATION = (0.0, 1.0, 0.0, 0.0)  # upside down: x, y, z, w
 
 POSE_TOPIC = '/{}/perception_interface/pose/state'
 GRIPPER_TOPIC = '/{}/perception_interface/gripper/state'
@@ -184,6 +193,9 @@ class _Episode:
             euler = np.stack([ang[i] * np.sin(2 * math.pi * (0.2 + 0.07 * i) * s + ph[i + k])
                               for i in range(3)], axis=1)
             quat = Rotation.from_euler('xyz', euler).as_quat()  # x, y, z, w
+            lost_pos, lost_rot = self._lost(POSE_BODY[cam], s)
+            pos[lost_pos] = 0.0
+            quat[lost_rot] = LOST_ORIENTATION
             for ti, p, q in zip(t, pos, quat):
                 msg = PoseStamped()
                 msg.header.stamp = stamp(int(ti))
@@ -192,26 +204,51 @@ class _Episode:
                 o = msg.pose.orientation
                 o.x, o.y, o.z, o.w = map(float, q)
                 self._add(int(ti) + self._latency(), POSE_TOPIC.format(cam), msg)
-        for seq, ti in enumerate(t):
+        for seq, (ti, si) in enumerate(zip(t, s)):
             self._add(int(ti) + self._latency(), TRACKING_TOPIC,
-                      String(data=json.dumps(self._tracking(seq), separators=(',', ':'))))
+                      String(data=json.dumps(self._tracking(seq, float(si)),
+                                             separators=(',', ':'))))
 
-    def _tracking(self, seq: int) -> dict[str, Any]:
-        def body() -> dict[str, Any]:
-            return {'state': 'tracked', 'position_valid': True, 'orientation_valid': True,
-                    'position_tracked': True, 'orientation_tracked': True,
-                    'location_flags': 15, 'velocity_flags': 3,
-                    'linear_velocity': [round(float(v), 4) for v in self.rng.normal(0, 0.05, 3)],
-                    'angular_velocity': [round(float(v), 4) for v in self.rng.normal(0, 0.1, 3)]}
+    def _lost(self, body: str, s: np.ndarray | float) -> tuple[Any, Any]:
+        """(position lost, orientation lost) of a body at times s (seconds into the episode)."""
+        # a grip pose is tracked by the same controller as its aim pose
+        start, end, what = TRACKING_LOSSES.get(body.replace('_grip', '_aim'), (0, 0, ''))
+        frac = np.asarray(s) * 1e9 / self.duration_ns
+        lost = (frac >= start) & (frac < end)
+        return lost & (what in ('position', 'both')), lost & (what in ('orientation', 'both'))
+
+    def _tracking(self, seq: int, s: float) -> dict[str, Any]:
+        def body(name: str) -> dict[str, Any]:
+            pos_lost, rot_lost = (bool(v) for v in self._lost(name, s))
+            # OpenXR's XrSpaceLocationFlags / XrSpaceVelocityFlags bits, as the headset logs
+            flags = (0 if rot_lost else 1 | 4) | (0 if pos_lost else 2 | 8)
+            lin = [round(float(v), 4) for v in self.rng.normal(0, 0.05, 3)]
+            ang = [round(float(v), 4) for v in self.rng.normal(0, 0.1, 3)]
+            lost = pos_lost or rot_lost
+            return {'state': 'not_tracked' if lost else 'tracked',
+                    'position_valid': not pos_lost, 'orientation_valid': not rot_lost,
+                    'position_tracked': not pos_lost, 'orientation_tracked': not rot_lost,
+                    'location_flags': flags, 'velocity_flags': 0 if lost else 3,
+                    'linear_velocity': [0.0] * 3 if lost else lin,
+                    'angular_velocity': [0.0] * 3 if lost else ang}
         doc: dict[str, Any] = {'stale': False, 'session_id': f'session-{self.seed:04d}',
                                'sequence': seq, 'frame_index': seq, 'sequence_gap': 0,
                                'reference_space': 'local_floor'}
-        for name in ('head', 'left_grip', 'left_aim', 'right_grip', 'right_aim'):
-            doc[name] = body()
-        doc['input'] = {'left_index_trigger': 0.0, 'left_grip_trigger': 0.0,
-                        'right_index_trigger': 0.0, 'right_grip_trigger': 0.0,
-                        'left_joystick': [0.0, 0.0], 'right_joystick': [0.0, 0.0],
-                        'buttons': 0, 'touches': 0}
+        for name in BODIES:
+            doc[name] = body(name)
+        frac = s * 1e9 / self.duration_ns
+        # Buttons and touches are bitmasks: two buttons held at once read 5, not 2.
+        buttons = (1 if 0.2 <= frac < 0.5 else 0) | (4 if 0.4 <= frac < 0.7 else 0)
+        touches = (1 if 0.1 <= frac < 0.6 else 0) | (2 if 0.5 <= frac < 0.9 else 0)
+        wave = 0.5 + 0.5 * math.sin(2 * math.pi * 0.5 * s)
+        doc['input'] = {'left_index_trigger': round(wave, 4),
+                        'left_grip_trigger': round(1.0 - wave, 4),
+                        'right_index_trigger': round(wave * wave, 4),
+                        'right_grip_trigger': 1.0 if frac >= 0.5 else 0.0,
+                        'left_joystick': [round(0.5 * math.cos(s), 4),
+                                          round(0.5 * math.sin(s), 4)],
+                        'right_joystick': [round(-0.3 * math.sin(s), 4), 0.0],
+                        'buttons': buttons, 'touches': touches}
         return doc
 
     def _grippers(self) -> None:

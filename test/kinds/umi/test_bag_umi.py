@@ -6,6 +6,7 @@ wrong shows up here.
 """
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
 from pathlib import Path
@@ -28,6 +29,10 @@ RECORDED = {*(POSE.format(c) for c in CAMERAS), *(POINTER.format(c) for c in CAM
             GRIPPER.format('left'), GRIPPER.format('right'), TRACKING}
 POSE_FRAME = {'left': 'quest_left_aim', 'center': 'quest_hmd', 'right': 'quest_right_aim'}
 LATCHED = {'/tf_static', '/robot_description'}
+BODY = {'left': 'left_aim', 'center': 'head', 'right': 'right_aim'}
+# the tracking status's inputs and velocities
+TRACKING_DERIVED = {'/tracking/input/joy', *(f'/tracking/{b}/twist' for b in (
+    'head', 'left_grip', 'left_aim', 'right_grip', 'right_aim'))}
 Msgs = dict[str, list[tuple[int, int, Any]]]
 
 
@@ -45,6 +50,17 @@ def _ns(stamp: Any) -> int:
     return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
 
 
+def _tracked(src: Msgs, cam: str) -> list[bool]:
+    """Per recorded pose of `cam`: its body valid in the status logged nearest to it."""
+    status = [(log, json.loads(m.data)) for log, _, m in src[TRACKING]]
+    out = []
+    for log, _, _ in src[POSE.format(cam)]:
+        _, doc = min(status, key=lambda s: abs(s[0] - log))
+        body = doc[BODY[cam]]
+        out.append(body['position_valid'] and body['orientation_valid'] and not doc['stale'])
+    return out
+
+
 @pytest.fixture(scope='module')
 def converted(umi_episode: Path, tmp_path_factory: pytest.TempPathFactory
               ) -> tuple[BagSummary, Msgs, Msgs]:
@@ -57,7 +73,7 @@ def test_every_contract_topic_is_there(converted: tuple[BagSummary, Msgs, Msgs])
     summary, bag, _ = converted
     expected = {'/tf', '/tf_static', '/robot_description', '/joint_states', '/annotations',
                 *(f'/{c}/image_raw' for c in CAMERAS), *(f'/{c}/camera_info' for c in CAMERAS),
-                *RECORDED}
+                *RECORDED, *TRACKING_DERIVED}
     assert set(bag) == expected
     assert summary.topic_counts == {t: len(v) for t, v in bag.items()}
     for topic, msgs in bag.items():
@@ -71,11 +87,16 @@ def test_recorded_topics_are_republished_with_their_stamps(
     headerless = {t for t in RECORDED if not hasattr(src[t][0][2], 'header')}
     assert headerless == {TRACKING, *(POINTER.format(c) for c in CAMERAS)}
     for topic in RECORDED:
-        assert len(bag[topic]) == len(src[topic]), topic
+        kept = src[topic]
+        for cam in CAMERAS:  # a pose the tracking status calls invalid is not published
+            if topic == POSE.format(cam):
+                kept = [m for m, ok in zip(kept, _tracked(src, cam)) if ok]
+                assert 0 < len(kept) < len(src[topic])
+        assert len(bag[topic]) == len(kept), topic
         if not hasattr(src[topic][0][2], 'header'):  # keeps its recorded log time
-            expected = sorted(log for log, _, _ in src[topic])
+            expected = sorted(log for log, _, _ in kept)
         else:
-            expected = sorted(_ns(m.header.stamp) for _, _, m in src[topic])
+            expected = sorted(_ns(m.header.stamp) for _, _, m in kept)
             assert all(log == _ns(m.header.stamp) for log, _, m in bag[topic]), topic
         assert [log for log, _, _ in bag[topic]] == expected, topic
 
@@ -91,8 +112,8 @@ def test_tf_holds_each_pose_at_its_stamp_and_the_finger_joints(
     _, bag, src = converted
     expected = Counter()
     for cam in CAMERAS:
-        for _, _, m in src[POSE.format(cam)]:
-            if _pose_ok(m.pose):
+        for (_, _, m), tracked in zip(src[POSE.format(cam)], _tracked(src, cam)):
+            if _pose_ok(m.pose) and tracked:
                 expected[(m.header.frame_id, POSE_FRAME[cam], _ns(m.header.stamp))] += 1
     poses: Counter[tuple[str, str, int]] = Counter()
     joints = []

@@ -6,6 +6,7 @@ The promise and how it is checked: bad_input_support.py; the contract runs the t
 """
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any, Callable
@@ -24,6 +25,8 @@ ANNOTATIONS = 'meta/system/annotation.yaml'
 FLAGS = 'meta/system/flag.yaml'
 POINTERS = '/left/perception_interface/camera/state'
 POSE = '/left/perception_interface/pose/state'
+TRACKING = '/tracking/meta_interface/tracking_status/state'
+GRIPPER = '/left/perception_interface/gripper/state'
 AFTER_2038_NS = (2**31 + 86_400) * 10**9  # a day after builtin_interfaces/Time.sec ends
 
 
@@ -137,6 +140,37 @@ def _urdf_edit(old: str, new: str) -> Callable[[Path], None]:
     return breaker
 
 
+def _status_text(edit: Callable[[str], str]) -> Callable[[Path], None]:
+    """Rewrite the payload of the fourth tracking status."""
+    def breaker(ep: Path) -> None:
+        seen = {'n': 0}
+
+        def change(topic: str, msg: Any) -> Any:
+            if topic == TRACKING:
+                seen['n'] += 1
+                if seen['n'] == 4:
+                    msg.data = edit(msg.data)
+            return msg
+        rewrite_mcap(ep / MCAP, change)
+    return breaker
+
+
+def _without(key: str) -> Callable[[str], str]:
+    def edit(text: str) -> str:
+        doc = json.loads(text)
+        doc.pop(key)
+        return json.dumps(doc)
+    return edit
+
+
+def _grippers_as_ticks(ep: Path) -> None:
+    def ticks(topic: str, msg: Any) -> Any:
+        if topic == GRIPPER:
+            msg.position = [float(round(v * 16384 / (2 * math.pi))) for v in msg.position]
+        return msg
+    rewrite_mcap(ep / MCAP, ticks)
+
+
 def _not_a_dataset(ep: Path) -> None:
     for p in sorted(ep.rglob('*'), reverse=True):
         p.rmdir() if p.is_dir() else p.unlink()
@@ -182,6 +216,13 @@ REFUSED = [
     Refused('pointer after 2038',
             _pointer_stamps(lambda i, t, s: AFTER_2038_NS if i == len(s) - 1 else None),
             MCAP, (POINTERS, '2038')),
+    # the tracking status: JSON with per-body validity, never a status word
+    Refused('tracking status a word', _status_text(lambda _: 'tracked'), MCAP,
+            (TRACKING, 'message 3', 'JSON')),
+    Refused('tracking status without a body', _status_text(_without('left_aim')), MCAP,
+            (TRACKING, 'message 3', 'left_aim')),
+    Refused('tracking status without inputs', _status_text(_without('input')), MCAP,
+            (TRACKING, 'input')),
     # the camera-info YAML: every value checked, named with its key
     Refused('camera info missing', _delete(CAM), CAM, ('missing',)),
     Refused('camera info not yaml', _write(CAM, b'width: [320\n'), CAM, ('YAML',)),
@@ -273,6 +314,8 @@ def _left_info_fits_the_video(bag: Path) -> None:
 
 
 ACCEPTED = [
+    Accepted('gripper in encoder ticks', _grippers_as_ticks, (GRIPPER, 'left_left_finger',
+                                                             'ticks')),
     Accepted('non-unit quaternion rows', _skew_quaternion, ('quaternion', '2')),
     Accepted('camera info calibrated at twice the video size',
              _yaml_edit(CAM, _calibrated_at_twice), ('640x400', '320x200', 'scaled by 0.5'),
@@ -282,8 +325,13 @@ ACCEPTED = [
 
 class TestUmiKind(KindContract):
     kind = 'umi'
+    # 141 poses a body; the tracking status calls 14 of the left's, 14 of the right's and 8
+    # of the head's not valid: /tf 387 poses + 802 finger states
     counts = {'/left/image_raw': 121, '/center/camera_info': 119, '/joint_states': 802,
-              '/left/perception_interface/pose/state': 141, '/robot_description': 1}
+              '/left/perception_interface/pose/state': 127, '/robot_description': 1,
+              '/tf': 387 + 802, '/tracking/meta_interface/tracking_status/state': 141,
+              '/tracking/input/joy': 141, '/tracking/left_aim/twist': 127,
+              '/tracking/head/twist': 133}
     REFUSED = REFUSED
     ACCEPTED = ACCEPTED
 

@@ -23,6 +23,7 @@ from react_ros.formats.mcap_bag import McapBag
 from react_ros.ros.msgs import message_class, to_ns
 from react_ros.kinds.umi.sample import CAMERAS, read_frame_index, write_umi_sample
 from react_ros.streams import Role, Stream
+from test_umi_tracking import status_valid
 
 POSE = '/{}/perception_interface/pose/state'
 POINTER = '/{}/perception_interface/camera/state'
@@ -100,7 +101,10 @@ def test_streams_topics_types_and_counts(episode: Episode, umi_episode: Path) ->
     expected = dict(RECORDED)
     expected.update({'/tf': 'tf2_msgs/msg/TFMessage',
                      '/joint_states': 'sensor_msgs/msg/JointState',
-                     '/annotations': 'std_msgs/msg/String'})
+                     '/annotations': 'std_msgs/msg/String',
+                     '/tracking/input/joy': 'sensor_msgs/msg/Joy'})
+    for body in ('head', 'left_grip', 'left_aim', 'right_grip', 'right_aim'):
+        expected[f'/tracking/{body}/twist'] = 'geometry_msgs/msg/TwistStamped'
     for cam in CAMERAS:
         expected[f'/{cam}/image_raw'] = 'sensor_msgs/msg/Image'
         expected[f'/{cam}/camera_info'] = 'sensor_msgs/msg/CameraInfo'
@@ -114,8 +118,8 @@ def test_streams_topics_types_and_counts(episode: Episode, umi_episode: Path) ->
             got = list(s.open())
             assert len(got) == s.count, s.topic
             assert [t for t, _ in got] == sorted(t for t, _ in got), s.topic
-            if s.topic in counts:
-                assert s.count == counts[s.topic]
+            if s.topic in counts:  # less the poses the tracking status calls invalid
+                assert s.count == counts[s.topic] - episode.invalid_poses.get(s.topic, 0)
     for cam in CAMERAS:
         s = stream(episode, f'/{cam}/image_raw')
         assert s.heavy and s.count == counts[POINTER.format(cam)]
@@ -131,7 +135,11 @@ def test_recorded_topics_are_republished_unchanged(episode: Episode, umi_episode
     for topic in RECORDED:
         cls = message_class(RECORDED[topic])
         recorded = []
-        for raw in bag.messages([topic]):
+        cam = topic.split('/')[1]
+        tracked = status_valid(umi_episode, cam) if topic == POSE.format(cam) else None
+        for k, raw in enumerate(bag.messages([topic])):
+            if tracked is not None and not tracked[k]:
+                continue  # the tracking status says this pose is not valid
             msg = deserialize_message(raw.data, cls)
             t = to_ns(msg.header.stamp) if hasattr(msg, 'header') else raw.log_time_ns
             recorded.append((t, raw.data))
@@ -204,8 +212,9 @@ def test_tf_from_poses(episode: Episode, umi_episode: Path) -> None:
     expected = sorted(
         (to_ns(p.header.stamp), children[cam], p.header.frame_id, p.pose.position.x,
          p.pose.orientation.w)
-        for cam in CAMERAS for raw in bag.messages([POSE.format(cam)])
-        for p in [deserialize_message(raw.data, cls)])
+        for cam in CAMERAS
+        for raw, tracked in zip(bag.messages([POSE.format(cam)]), status_valid(umi_episode, cam))
+        for p in [deserialize_message(raw.data, cls)] if tracked)
     got = []
     for t, msg in stream(episode, '/tf').open():
         (tr,) = msg.transforms
@@ -245,7 +254,7 @@ def test_image_scale_scales_pixels_and_calibration(umi_episode: Path, episode: E
     assert list(info_half.d) == list(info_full.d)
 
 
-def test_nan_and_non_unit_poses_are_not_published(umi_copy: Path) -> None:
+def test_nan_and_non_unit_poses_are_not_published(umi_copy: Path, episode: Episode) -> None:
     seen = {'n': 0}
 
     def spoil(topic: str, msg: Any) -> Any:
@@ -261,14 +270,17 @@ def test_nan_and_non_unit_poses_are_not_published(umi_copy: Path) -> None:
     tf = list(stream(ep, '/tf').open())
     poses = list(stream(ep, POSE.format('left')).open())
     left = [m.transforms[0] for _, m in tf if m.transforms[0].child_frame_id == 'quest_left_aim']
-    recorded = len(list(stream(ep, POSE.format('right')).open()))
+    # (poses 5 and 9 are tracked: the tracking status drops none of them)
+    assert status_valid(umi_copy, 'left')[4] and status_valid(umi_copy, 'left')[8]
+    recorded = len(list(stream(episode, POSE.format('left')).open()))
     # never published: not on /tf, and not as the recorded message either
     assert len(poses) == stream(ep, POSE.format('left')).count == recorded - 2
     assert len(left) == len(poses)
-    assert len(tf) == stream(ep, '/tf').count == 3 * recorded - 2
+    assert len(tf) == stream(ep, '/tf').count == stream(episode, '/tf').count - 2
     assert all(math.isfinite(deserialize_message(raw, PoseStamped).pose.orientation.x)
                for _, raw in poses)
-    assert ep.invalid_poses == {POSE.format('left'): 2}
+    left_before = episode.invalid_poses[POSE.format('left')]
+    assert ep.invalid_poses == {**episode.invalid_poses, POSE.format('left'): left_before + 2}
     assert all(math.isfinite(t.transform.rotation.x) for t in left)
     assert len(ep.warnings) == 1 and POSE.format('left') in ep.warnings[0]
     assert ' 2 pose' in ep.warnings[0]
