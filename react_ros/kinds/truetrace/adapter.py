@@ -429,6 +429,27 @@ class TrueTraceAdapter:
                    'why': 'one label listed twice: the 2D model swapped a hand label',
                    'hands': listed}
             items.append((int(self.t_ns[row]), json.dumps(doc)))
+        return items + self._crossed(hands)
+
+    def _crossed(self, hands: HandFrames) -> list[tuple[int, str]]:
+        """Frames whose Left wrist is right of the Right one in cam0 (x right): in the
+        egocentric view that is most often a swapped pair of labels (format document,
+        section 5). Published as labelled; flagged so a user can tell."""
+        both = self.hand_ok.all(axis=1)
+        items = []
+        for a, b in chunks(hands.n):
+            kp3, _, _ = hands.chunk(a, b)
+            for i in range(a, b):
+                left_x, right_x = float(kp3[i - a, 0, 0, 0]), float(kp3[i - a, 1, 0, 0])
+                if both[i] and left_x > right_x:
+                    doc = {'type': 'hand_labels_crossed', 'clip_frame': i,
+                           'source_frame': None if hands.source_frame is None
+                           else int(hands.source_frame[i]),
+                           'why': 'the Left wrist is right of the Right wrist in cam0 '
+                                  '(x right): the 2D model may have swapped the labels; '
+                                  'published as labelled',
+                           'wrist_x_m': {'left': round(left_x, 5), 'right': round(right_x, 5)}}
+                    items.append((int(self.t_ns[i]), json.dumps(doc)))
         return items
 
     def _reports(self, src: _Source) -> None:

@@ -339,7 +339,7 @@ class TestTrueTraceKind(KindContract):
     kind = 'truetrace'
     counts = {'/cam0/image_raw': 60, '/cam1/camera_info': 60, '/imu/data': 953,
               '/hands/left/keypoints': 51, '/hands/markers': 60, '/tf_static': 1,
-              '/annotations': 2, '/hands/right/keypoints_triangulated': 48,
+              '/annotations': 5, '/hands/right/keypoints_triangulated': 48,
               '/hands/left/keypoints_2d': 51}
     REFUSED = REFUSED
     ACCEPTED = ACCEPTED

@@ -105,12 +105,14 @@ def test_folder_and_export_give_the_same_messages(bags: dict[str, dict]) -> None
     for topic in set(folder) & set(export):
         a = [(t, data) for t, data, _ in folder[topic]]
         b = [(t, data) for t, data, _ in export[topic]]
-        if topic == '/annotations':  # the export has no source_frame: the rest is the same
-            a = [(t, json.dumps({k: v for k, v in json.loads(m.data).items()
-                                 if not k.startswith('source_')}))
-                 for t, _, m in folder[topic]]
-            b = [(t, m.data) for t, _, m in export[topic]]
-            assert all('source_start_frame' in json.loads(m.data) for _, _, m in folder[topic])
+        if topic == '/annotations':  # the export has no source frames: the rest is the same
+            a, b = ([(t, json.dumps({k: v for k, v in json.loads(m.data).items()
+                                     if not k.startswith('source_')})) for t, _, m in msgs]
+                    for msgs in (folder[topic], export[topic]))
+            for msgs, kind in ((folder[topic], int), (export[topic], type(None))):
+                flagged = [json.loads(m.data) for _, _, m in msgs
+                           if 'hand_labels_crossed' in m.data]
+                assert flagged and all(isinstance(d['source_frame'], kind) for d in flagged)
         assert len(a) == len(b), topic
         assert a == b, topic  # stamps and CDR payloads, message by message
 
@@ -334,6 +336,34 @@ def test_the_export_per_frame_action_is_published_where_it_changes(
         {'type': 'per_frame_action', 'clip_frame': i, 'action': actions[i]} for i in changes]
 
 
+def test_frames_whose_labels_look_swapped_are_flagged_and_published_as_labelled(
+        package: Path, bags: dict[str, dict]) -> None:
+    """The sample swaps both labels for 3 frames at 2/3 of the clip. Egocentric, the Left
+    hand is left in cam0 (x < 0): those frames have the Left wrist right of the Right one
+    and are flagged; the hands stay on the topics their labels name."""
+    lines, frames = _hands_lines(package), _video_stamps(package)
+    crossed = []
+    for line in lines:
+        wrist = {h['hand']: h['keypoints_3d_cam0_m'][0][0] for h in line['hands']}
+        if len(wrist) == 2 and wrist['Left'] > wrist['Right']:
+            crossed.append(line['clip_frame'])
+    n = len(lines)
+    assert crossed == list(range(2 * n // 3, 2 * n // 3 + 3))
+    flags = [(t, json.loads(m.data)) for t, _, m in bags['folder']['/annotations']
+             if json.loads(m.data)['type'] == 'hand_labels_crossed']
+    assert [f['clip_frame'] for _, f in flags] == crossed
+    assert [t for t, _ in flags] == [frames[i] for i in crossed]
+    assert [f['source_frame'] for _, f in flags] == [i + SOURCE_OFFSET for i in crossed]
+    # Published as labelled: the frame's /hands/left/keypoints is the hand labelled Left,
+    # right of the camera's axis (the wrong reading a relabel would hide).
+    left = {t: m for t, _, m in bags['folder']['/hands/left/keypoints']}
+    for i in crossed:
+        assert left[frames[i]].poses[0].position.x > 0
+        assert left[frames[i]].poses[0].position.x == np.float32(
+            next(h for h in lines[i]['hands'] if h['hand'] == 'Left')[
+                'keypoints_3d_cam0_m'][0][0])
+
+
 def test_markers_draw_kept_hands_and_clear_the_others(package: Path,
                                                       bags: dict[str, dict]) -> None:
     lines, frames = _hands_lines(package), _video_stamps(package)
@@ -370,7 +400,7 @@ def test_segments_are_published_at_their_start_frame(package: Path,
     segs = [json.loads(s) for s in
             (package / 'annotations' / 'episode_000000_segments.jsonl').read_text().splitlines()]
     frames = _video_stamps(package)
-    got = bags['folder']['/annotations']
+    got = [m for m in bags['folder']['/annotations'] if b'"type": "segment"' in m[1]]
     assert len(got) == len(segs)
     for seg, (t, _, msg) in zip(segs, got):
         doc = json.loads(msg.data)
