@@ -115,3 +115,39 @@ def test_gripper_scalars_are_renamed_to_the_urdf_joints(episode: Episode,
              if s.topic == '/tf' and s.role is Role.ROBOT_STATE
              for _, m in s.open() for t in m.transforms}
     assert {'left_right_finger', 'right_right_finger'} <= moved
+
+
+def test_images_are_unrectified_with_the_calibrations_distortion(episode: Episode,
+                                                                 umi_episode: Path) -> None:
+    for cam in CAMERAS:
+        doc = yaml.safe_load((umi_episode / CAM_INFO.format(cam)).read_text())
+        (info,) = [s for s in episode.streams if s.topic == f'/{cam}/camera_info']
+        _, msg = next(iter(info.open()))
+        assert list(msg.r) == doc['r'] == [1.0, 0, 0, 0, 1.0, 0, 0, 0, 1.0]
+        assert msg.distortion_model == 'plumb_bob' and list(msg.d) == doc['d']
+        # Negative control: a rectified reading would publish no distortion; this has some.
+        assert any(abs(v) > 1e-3 for v in msg.d)
+    assert not any(s.topic.endswith('image_rect') for s in episode.streams)
+
+
+def test_optical_frames_come_static_from_the_urdf_as_written(episode: Episode,
+                                                              umi_episode: Path) -> None:
+    from scipy.spatial.transform import Rotation
+    robot = parse_urdf((umi_episode / 'meta/scene/robot_description.urdf').read_text(),
+                       umi_episode / 'meta/scene/robot_description.urdf')
+    (static,) = [s for s in episode.streams if s.topic == '/tf_static']
+    _, msg = next(iter(static.open()))
+    by_child = {t.child_frame_id: t for t in msg.transforms}
+    world = by_child['quest_origin'].transform
+    assert by_child['quest_origin'].header.frame_id == 'world'
+    assert (world.translation.x, world.translation.y, world.translation.z) == (0, 0, 0)
+    assert world.rotation.w == 1.0  # world_to_quest_origin is the identity
+    for cam in CAMERAS:
+        joint = robot.joints[f'{cam}_color_optical_frame_joint']
+        t = by_child[f'{cam}_color_optical_frame']
+        assert t.header.frame_id == joint.parent
+        q = t.transform.rotation
+        want = Rotation.from_euler('xyz', joint.rpy)
+        assert (Rotation.from_quat([q.x, q.y, q.z, q.w]) * want.inv()).magnitude() < 1e-6
+        # Negative control: the optical frame is not its parent's axes (z forward, not x).
+        assert want.magnitude() > 1.0
