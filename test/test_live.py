@@ -156,7 +156,8 @@ def test_services(episode, first_events, listener, tmp_path):
 
         # play_next publishes exactly the first message of the merged stream
         assert listener.call(f'/{PLAYER}/play_next', srv.PlayNext).success
-        listener.spin_for(1.0)
+        assert listener.spin_until(lambda: listener.count(topics) >= 1, timeout=20)
+        listener.spin_for(0.5)  # and nothing after it
         assert listener.count(topics) == 1
         ((topic, msgs),) = data().items()
         assert (_key(msgs[0]), topic) == first_events[0][1:]
@@ -174,13 +175,16 @@ def test_services(episode, first_events, listener, tmp_path):
         listener.spin_for(0.5)
         listener.clear()
         assert listener.call(f'/{PLAYER}/play_next', srv.PlayNext).success
-        listener.spin_for(1.0)
+        # paused: the one message, whenever a busy machine delivers it, and no other
+        assert listener.spin_until(lambda: listener.count(topics) >= 1, timeout=20)
+        listener.spin_for(0.5)
         got = [(_key(m[0]), t) for t, m in data().items()]
         assert got == [next(e for e in first_events if e[0] >= middle)[1:]]
 
         listener.clear()
         assert listener.call(f'/{PLAYER}/burst', srv.Burst, num_messages=5).actually_burst == 5
-        listener.spin_for(1.0)
+        assert listener.spin_until(lambda: listener.count(topics) >= 5, timeout=20)
+        listener.spin_for(0.5)
         assert listener.count(topics) == 5
 
         # slowly from here, so that it still plays when it is paused again below

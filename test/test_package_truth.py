@@ -104,7 +104,7 @@ def test_readme_layout_matches_the_folders() -> None:
     block = readme.split('## Layout', 1)[1].split('```')[1]
     folders = [line.split()[0] for line in block.strip().splitlines()]
     for folder in folders:
-        assert (ROOT / folder).is_dir(), f'README layout names {folder}, which is no folder'
+        assert (ROOT / folder).exists(), f'README layout names {folder}, which is not there'
     for folder in (ROOT / 'react_ros').iterdir():
         if folder.is_dir() and folder.name != '__pycache__':
             assert f'react_ros/{folder.name}/' in folders, f'README layout lacks {folder.name}'
