@@ -181,6 +181,10 @@ REFUSED = [
     Refused('calibration_three_distortion_numbers',
             _calib(lambda d: d['cameras']['cam0'].update(D=[0.1, 0.2, 0.3])), CAL,
             ('cameras.cam0.D', '4 numbers')),
+    Refused('calibration_k_column_major',  # K written column-major (cx, cy in the last row)
+            _calib(lambda d: d['cameras']['cam0'].update(K=np.array(
+                d['cameras']['cam0']['K']).reshape(3, 3).T.reshape(-1).tolist())),
+            CAL, ('cameras.cam0.K is not a camera matrix',)),
     Refused('calibration_other_model', _calib(lambda d: d.update(model='pinhole')), CAL,
             ("'model' is 'pinhole'",)),
     Refused('calibration_size_is_not_the_video',
@@ -320,6 +324,9 @@ ACCEPTED = [
                         (r / 'qc' / 'refined_extrinsics.json').unlink(missing_ok=True)),
              ('calibration.json', 'conformance check failed', 'turned 179',
               'as w, x, y, z turns cam1 0.')),
+    Accepted('imu_at_half_the_stated_rate',  # every other row lost: ~238 Hz, not 476.87
+             _imu_csv(lambda i, s: s if i == 0 or i % 2 else None),
+             ('imu.csv', 'samples/s, calibration says imu.rate_hz 476.87')),
     Accepted('imu_accel_and_gyro_swapped', _imu_csv(_accel_and_gyro_swapped),
              ('imu.csv', 'conformance check failed', '|accel|')),
     Accepted('hand_with_nan_keypoints_dropped',

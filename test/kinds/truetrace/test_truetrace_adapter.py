@@ -257,6 +257,9 @@ def test_imu_rows_are_moved_onto_the_cam0_clock(package: Path, bags: dict[str, d
     assert [t for t, _, _ in msgs] == want
     assert [_stamp(m) for _, _, m in msgs] == want
     assert want[0] < _ns(float(rows[0]['t_s']))
+    # Negative control: the offset the other way round puts every row 1.55 ms later.
+    wrong = [BASE_NS + int(round((float(r['t_s']) - offset) * 1e9)) for r in rows]
+    assert all(abs(a - b) >= 1_500_000 for a, b in zip(wrong, want))
     for row, (_, _, m) in zip(rows[::97], msgs[::97]):
         assert m.header.frame_id == 'imu0'
         assert [m.linear_acceleration.x, m.linear_acceleration.y, m.linear_acceleration.z] == \
@@ -362,6 +365,26 @@ def test_frames_whose_labels_look_swapped_are_flagged_and_published_as_labelled(
         assert left[frames[i]].poses[0].position.x == np.float32(
             next(h for h in lines[i]['hands'] if h['hand'] == 'Left')[
                 'keypoints_3d_cam0_m'][0][0])
+
+
+def test_bones_follow_the_documented_keypoint_order(bags: dict[str, dict]) -> None:
+    """0 wrist, 1-4 thumb, 5-8 index, 9-12 middle, 13-16 ring, 17-20 little (section 5):
+    the drawn bones join the wrist to each finger's base and run base to tip; the fingers
+    read tip first would join the wrist to the tips, a skeleton far longer."""
+    from react_ros.kinds.truetrace.adapter import BONES
+    markers = bags['folder']['/hands/markers'][5][2]
+    by = {(m.ns, m.id): m for m in markers.markers}
+    for side in ('left', 'right'):
+        joints = np.array([[p.x, p.y, p.z] for p in by[(f'{side}_hand', 0)].points])
+        bones = np.array([[p.x, p.y, p.z] for p in by[(f'{side}_hand', 1)].points])
+        np.testing.assert_array_equal(bones, joints[[j for b in BONES for j in b]])
+        assert {b for a, b in BONES if a == 0} == {1, 5, 9, 13, 17}
+        def skeleton_m(kp: np.ndarray) -> float:
+            return float(sum(np.linalg.norm(kp[a] - kp[b]) for a, b in BONES))
+        length = np.linalg.norm(bones[0::2] - bones[1::2], axis=1)
+        assert length.max() < 0.09 and abs(length.sum() - skeleton_m(joints)) < 1e-6
+        tip_first = [0] + [4 * (j // 4 + (j % 4 > 0)) - (j - 1) % 4 for j in range(1, 21)]
+        assert skeleton_m(joints) < 0.85 * skeleton_m(joints[tip_first])
 
 
 def test_markers_draw_kept_hands_and_clear_the_others(package: Path,
