@@ -327,6 +327,8 @@ class RobotwinAdapter:
         if self.extra is not None:
             for side in rh.SIDES:
                 self._endpose_conformance(side)
+            for side in rh.SIDES:
+                self._arm_link_conformance(side)
             if self.extra.mesh_entity is not None:
                 self._mesh_table_conformance(i)
 
@@ -380,6 +382,52 @@ class RobotwinAdapter:
             self.warnings.append(f'{self.path.name}: joint_action/vector is not left_arm, '
                                  'left_gripper, right_arm, right_gripper: the joint names of '
                                  '/joint_states may be on the wrong columns')
+
+    def _arm_link_conformance(self, side: str) -> None:
+        """Joint column k of the side's arm turns link k about link k-1 by its own change."""
+        assert self.extra is not None
+        links = self.config['embodiments'][self.embodiment].get('arm_links', {}).get(side)
+        what = f'{side} arm joints'
+        if not links:
+            self.report.append(f'conformance: {what}: config.yaml names no links for '
+                               f'{self.embodiment}: not checked')
+            return
+        index = {f: j for j, f in enumerate(self.entity_frames)}
+        missing = [n for n in links if n not in index]
+        if missing:
+            self.report.append(f'conformance: {what}: {self.extra.path.name} has no link '
+                               f'{", ".join(missing[:3])}: not checked')
+            return
+        cols = {s: list(range(k * (self.ep.arm['left'].shape[1] + 1),
+                              k * (self.ep.arm['left'].shape[1] + 1) + self.ep.arm[s].shape[1]))
+                for k, s in enumerate(rh.SIDES)}
+        if len(links) != len(cols[side]) + 1:
+            self.report.append(f'conformance: {what}: config.yaml names {len(links) - 1} '
+                               f'links, the arm has {len(cols[side])} joints: not checked')
+            return
+        js = [index[n] for n in links]
+        rows = self.entity_ok[:, js].all(axis=1)
+        poses = self.entity_pose[rows][:, js]
+        turned = ee.joint_turns(poses)  # (T, n) signed degrees
+        tol = float(self.config['max_joint_link_error_deg'])
+
+        def worst(columns: list[int]) -> float:
+            return ee.joint_error_deg(turned, self.ep.joints[rows][:, columns])
+        err = worst(cols[side])
+        other_arm = worst(cols['right' if side == 'left' else 'left'])
+        shifted = worst(list(np.roll(cols[side], 1)))
+        other = min(other_arm, shifted)  # the nearest wrong naming must read worse
+        names = [self.joint_names[c] for c in cols[side]]
+        verdict = 'OK' if err <= tol < other else 'FAIL' if err > tol else 'CANNOT TELL'
+        self._check(what, f'{names[0]}..{names[-1]} (columns {cols[side][0]}-{cols[side][-1]}) '
+                    f'turn {links[1]}..{links[-1]} about their parents by the column\'s change '
+                    f'since frame 0: worst {err:.2g}° over {int(rows.sum())} frames', verdict,
+                    f'the other arm\'s columns: worst {other_arm:.2g}°; the names shifted '
+                    f'by one joint: worst {shifted:.2g}°')
+        if verdict == 'FAIL':
+            self.warnings.append(f'{self.path.name}: the {side} arm\'s joint columns do not '
+                                 f'turn {", ".join(links[1:3])}... as named (worst {err:.2g}°): '
+                                 'the joint names of /joint_states may be wrong')
 
     def _endpose_conformance(self, side: str) -> None:
         """Which robot link the end pose rides on, in which quaternion order and frame."""

@@ -59,9 +59,39 @@ def spread(link: np.ndarray, end: np.ndarray) -> Spread:
     return Spread(mm, deg, (x, y, z), (rx, ry, rz))
 
 
+def joint_turns(chain: np.ndarray) -> np.ndarray:
+    """(T, n) signed degrees link k has turned about link k-1 since the first row.
+
+    `chain` is (T, n + 1, 7): a base link, then the link each joint turns. A revolute joint
+    turns its link about one fixed axis: the angle is measured along the axis of the largest
+    turn, so it is the joint's change, up to the axis' sign (the URDF's choice).
+    """
+    parent = Rotation.from_quat(chain[:, :-1, 3:7].reshape(-1, 4))
+    child = Rotation.from_quat(chain[:, 1:, 3:7].reshape(-1, 4))
+    t, n = chain.shape[0], chain.shape[1] - 1
+    rel = (parent.inv() * child).as_quat().reshape(t, n, 4)
+    out = np.zeros((t, n))
+    for k in range(n):
+        r = Rotation.from_quat(rel[:, k])
+        turn = (r[0].inv() * r).as_rotvec()
+        size = np.linalg.norm(turn, axis=1)
+        if size.max() > 0:
+            out[:, k] = np.degrees(turn @ (turn[np.argmax(size)] / size.max()))
+    return out
+
+
+def joint_error_deg(turned: np.ndarray, q: np.ndarray) -> float:
+    """Worst |turn - change of q| (degrees) over rows and joints, each joint's sign free."""
+    change = np.degrees(q - q[0])
+    per_joint = np.minimum(np.max(np.abs(turned - change), axis=0, initial=0.0),
+                           np.max(np.abs(turned + change), axis=0, initial=0.0))
+    return float(np.max(per_joint, initial=0.0))
+
+
 def still(poses: np.ndarray, max_mm: float, max_deg: float) -> bool:
     """Whether a (T, 7) pose track stays put (a robot's base)."""
     return spread(poses[:1].repeat(len(poses), axis=0), poses).within(max_mm, max_deg)
 
 
-__all__ = ['Spread', 'as_stored_xyzw', 'compose', 'spread', 'still']
+__all__ = ['Spread', 'as_stored_xyzw', 'compose', 'joint_error_deg', 'joint_turns', 'spread',
+           'still']

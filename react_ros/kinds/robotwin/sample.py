@@ -51,7 +51,18 @@ ENTITIES = [
     (20, 'fl_link6', 'aloha', 'link', True, 0.05, (60, 60, 60)),
     (21, 'fr_link6', 'aloha', 'link', True, 0.05, (90, 90, 90)),
     (19, 'footprint', 'aloha', 'link', True, 0.0, (0, 0, 0)),  # the robot's base, not drawn
+    # the arms' other links (not drawn): base link, then the link each arm joint turns
+    *[(30 + 10 * side + k, f'{arm}_base_link' if k == 0 else f'{arm}_link{k}', 'aloha', 'link',
+       True, 0.0, (0, 0, 0)) for side, arm in enumerate(('fl', 'fr')) for k in range(6)],
 ]
+# A small serial arm per side: joint k turns link k about its parent link k-1 (the base
+# link for k = 1) at a fixed origin, about a fixed axis; link 6 (7 on Franka) is the end
+# link, fl_link6 / fr_link6 above. The link poses of _extra are this chain's, so which
+# link a joint_action column moves can be read from them (`info`'s arm joints check).
+ARM_BASES = [np.array([-0.05, -0.22, 0.16]), np.array([-0.05, 0.22, 0.16])]
+ARM_CHAIN = [((0.0, 0.0, 0.03), 'z'), ((0.0, 0.0, 0.02), 'y'), ((0.05, 0.0, 0.0), 'y'),
+             ((0.05, 0.0, 0.0), 'x'), ((0.02, 0.0, 0.0), 'y'), ((0.02, 0.0, 0.0), 'x'),
+             ((0.01, 0.0, 0.0), 'z')]
 # RoboTwin's end pose is the end link's world pose times a fixed rotation (the
 # embodiment's global_trans_matrix: diag(1, -1, -1) for the Agilex arms) and a shift
 # along the gripper (gripper_bias - 0.12 = 0 m for endpose/). The sample keeps that
@@ -87,8 +98,9 @@ def _quat_wxyz(rot: Rotation) -> np.ndarray:
 
 
 class _Scene:
-    def __init__(self, t: int, fps: float, seed: int, size: tuple[int, int]) -> None:
-        self.t, self.fps = t, fps
+    def __init__(self, t: int, fps: float, seed: int, size: tuple[int, int],
+                 arm_joints: int = 6) -> None:
+        self.t, self.fps, self.arm_joints = t, fps, arm_joints
         self.sx, self.sy = size[0] / 320.0, size[1] / 240.0  # K is made for 320x240
         rng = np.random.default_rng(seed)
         self.phase = rng.uniform(0, 2 * np.pi, size=len(ENTITIES))
@@ -108,13 +120,26 @@ class _Scene:
     def rotation(self, j: int, i: int) -> Rotation:
         return Rotation.from_euler('zyx', [0.4 * i / self.fps + self.phase[j], 0.1 * j, 0.0])
 
-    def endpose(self, side: int, i: int) -> np.ndarray:
+    def arm(self, side: int, i: int) -> np.ndarray:
+        """joint_action/<side>_arm at frame i (radians)."""
         s = i / self.fps
-        sign = -1.0 if side == 0 else 1.0
-        p = np.array([0.05 * np.sin(0.7 * s), sign * (0.22 - 0.04 * np.sin(0.5 * s)),
-                      0.22 + 0.05 * np.cos(0.6 * s)])
-        rot = Rotation.from_euler('xyz', [np.pi, 0.3 * np.sin(0.4 * s), sign * 0.5])
-        return np.concatenate([p, _quat_wxyz(rot)])
+        return np.array([0.3 * np.sin(0.5 * s + j + 1.7 * side)
+                         for j in range(self.arm_joints)])
+
+    def links(self, side: int, i: int) -> list[tuple[np.ndarray, Rotation]]:
+        """World (position, rotation) of the side's base link and of each link its joints turn."""
+        p, r = ARM_BASES[side], Rotation.identity()
+        out = [(p, r)]
+        for q, (origin, axis) in zip(self.arm(side, i), ARM_CHAIN):
+            p = p + r.apply(origin)
+            r = r * Rotation.from_euler(axis, q)
+            out.append((p, r))
+        return out
+
+    def endpose(self, side: int, i: int) -> np.ndarray:
+        """The end link's pose times RoboTwin's fixed rotation, x y z qw qx qy qz."""
+        p, r = self.links(side, i)[-1]
+        return np.concatenate([p, _quat_wxyz(r * LINK_TO_ENDPOSE)])
 
     def head(self, i: int) -> tuple[np.ndarray, np.ndarray]:
         """(K, camera -> world) of the head camera at frame i: both move a little."""
@@ -262,7 +287,7 @@ def write_episode(data_dir: Path, number: int, t: int, seed: int, size: tuple[in
     `swap=False` and `depth_scale` (1e-3: metres) write the defect-free or
     wrong-unit variants that the self-check tests need.
     """
-    scene = _Scene(t, fps, seed, size)
+    scene = _Scene(t, fps, seed, size, ARM_JOINTS[embodiment])
     rng = np.random.default_rng(seed + 1)
     pal = scene.palette
     w, h = size
@@ -311,8 +336,8 @@ def write_episode(data_dir: Path, number: int, t: int, seed: int, size: tuple[in
             grip = 0.5 + 0.5 * np.cos(0.8 * steps + side)
             f.create_dataset(f'endpose/{s}_endpose', data=ep, **GZIP)
             f.create_dataset(f'endpose/{s}_gripper', data=grip, **GZIP)
-            arm = np.stack([0.3 * np.sin(0.5 * steps + j + 3 * side) for j in range(n_arm)],
-                           axis=1)
+            arm = np.stack([scene.arm(side, i) for i in range(t)])
+            assert arm.shape[1] == n_arm
             f.create_dataset(f'joint_action/{s}_arm', data=arm, **GZIP)
             f.create_dataset(f'joint_action/{s}_gripper', data=grip, **GZIP)
             parts += [arm, grip[:, None]]
@@ -330,12 +355,14 @@ def _write_extra(path: Path, scene: _Scene, t: int, ids: dict[str, list[np.ndarr
         for j, e in enumerate(ENTITIES):
             if e[0] == 19:
                 pose[i, j, :3], pose[i, j, 3:] = BASE_POSE[0], _quat_wxyz(BASE_POSE[1])
+            elif 30 <= e[0] < 50:  # an arm's base link or one of its first five links
+                p, r = scene.links((e[0] - 30) // 10, i)[(e[0] - 30) % 10]
+                pose[i, j, :3], pose[i, j, 3:] = p, _quat_wxyz(r)
             elif e[5] == 0.0:
                 pose[i, j] = [0, 0, 0, 1, 0, 0, 0]
-            elif e[0] in (20, 21):
-                ep = scene.endpose(0 if e[0] == 20 else 1, i)
-                rot = Rotation.from_quat([*ep[4:7], ep[3]]) * LINK_TO_ENDPOSE.inv()
-                pose[i, j, :3], pose[i, j, 3:] = ep[:3], _quat_wxyz(rot)
+            elif e[0] in (20, 21):  # the end links
+                p, r = scene.links(0 if e[0] == 20 else 1, i)[-1]
+                pose[i, j, :3], pose[i, j, 3:] = p, _quat_wxyz(r)
             else:
                 pose[i, j, :3] = scene.centre(j, i)
                 pose[i, j, 3:] = _quat_wxyz(scene.rotation(j, i))

@@ -204,3 +204,37 @@ def test_the_nul_padding_of_stored_jpegs_is_stripped(episode: Path) -> None:
     assert rh.decode_jpeg(short, episode, 'x').shape == (48, 64, 3)
     with pytest.raises(Exception, match='not a JPEG'):  # left padded, the frame is refused
         rh.decode_jpeg(short.ljust(width, b'\0'), episode, 'x')
+
+
+def test_each_arm_joint_turns_the_link_it_is_named_for(episode: Path) -> None:
+    opened = open_episode(episode, 'robotwin')
+    for side, first in (('left', 'fl_joint1'), ('right', 'fr_joint1')):
+        line, would = _line(opened.report, f'{side} arm joints')
+        assert line.endswith(': OK') and first in line, line
+        assert 'the other arm' in would and 'shifted by one joint' in would, would
+    # The same numbers here: the link poses of _extra against the joint columns.
+    ep = rh.read_episode(episode)
+    extra = rh.read_extra(rh.extra_path(episode), ep.t, (ep.width, ep.height))
+    chain = np.stack([_entity(extra, n) for n in CFG['embodiments']['agilex']['arm_links'][
+        'left']], axis=1)
+    turned = ee.joint_turns(chain)
+    tol = float(CFG['max_joint_link_error_deg'])
+    assert ee.joint_error_deg(turned, ep.joints[:, 0:6]) <= tol
+    assert ee.joint_error_deg(turned, ep.joints[:, 7:13]) > 4 * tol  # the right arm's
+    assert ee.joint_error_deg(turned, ep.joints[:, [1, 2, 3, 4, 5, 0]]) > 4 * tol
+
+
+def test_arm_joints_stored_in_another_order_fail_the_check(episode: Path) -> None:
+    # Negative control: a file whose left arm columns 1 and 2 are swapped (consistently in
+    # left_arm and vector, so the vector's layout still checks out): fl_joint1 is misnamed.
+    def swap(v: np.ndarray, a: int, b: int) -> np.ndarray:
+        v = v.copy()
+        v[:, [a, b]] = v[:, [b, a]]
+        return v
+    _rewrite(episode, 'joint_action/vector', lambda v: swap(v, 0, 1))
+    _rewrite(episode, 'joint_action/left_arm', lambda v: swap(v, 0, 1))
+    opened = open_episode(episode, 'robotwin')
+    assert _line(opened.report, 'joint order')[0].endswith(': OK')
+    assert _line(opened.report, 'left arm joints')[0].endswith(': FAIL')
+    assert _line(opened.report, 'right arm joints')[0].endswith(': OK')
+    assert any("left arm's joint columns" in w for w in opened.warnings), opened.warnings
