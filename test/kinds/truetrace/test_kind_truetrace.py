@@ -218,6 +218,12 @@ REFUSED = [
             lambda r: edit_lines(r / SEGMENTS, lambda i, s: s.replace('"end_frame": 59',
                                                                       '"end_frame": 75')),
             SEGMENTS, ('segment 1', 'outside')),
+    # end_frame is inclusive (section 6): 60 in a clip of 60 frames (0..59) is outside it;
+    # read as exclusive it would pass.
+    Refused('segment_end_frame_is_inclusive',
+            lambda r: edit_lines(r / SEGMENTS, lambda i, s: s.replace('"end_frame": 59',
+                                                                      '"end_frame": 60')),
+            SEGMENTS, ('segment 1', 'frames 30..60', 'outside')),
     Refused('unknown_episode', None, 'episodes', ("no episode 'episode_000007'",),
             args=('--episode', '7')),
     Refused('export_truncated', _truncate(EXPORT, 0.6), EXPORT, ('not a readable HDF5',),

@@ -189,6 +189,9 @@ def test_the_dots_in_cam1_are_where_the_published_tf_and_camera_info_put_them(
     wrong = r.apply(kp) + t  # the child pose read as OpenCV's X1 = R X0 + T
     assert brightness(right) > 200
     assert brightness(wrong) < 150
+    # Keypoints are metres (section 2): read as millimetres, the 62 mm baseline shrinks to
+    # nothing against them and the dots are missed too.
+    assert brightness(r.inv().apply(kp * 1000 - t)) < 150
 
 
 # -- extrinsics ------------------------------------------------------------------------------
@@ -229,6 +232,28 @@ def test_without_refined_values_the_factory_child_pose_is_used(package: Path,
     q = np.array([tr.rotation.x, tr.rotation.y, tr.rotation.z, tr.rotation.w])
     assert abs(abs(float(q @ np.array(fac['q']))) - 1) < 1e-12
     assert any(line.startswith('extrinsics: cam0 -> cam1 from the factory') for line in ep.report)
+    # Negative control: the child pose read as OpenCV's X1 = R X0 + T puts cam1 left of cam0.
+    assert fac['t'][0] > 0.06
+    assert any('the other convention puts cam1 at x = -62.' in line for line in ep.report)
+
+
+def test_refined_values_from_qc_are_used_when_calibration_json_has_none(
+        package: Path, tmp_path: Path) -> None:
+    """qc/refined_extrinsics.json (section 1) carries the refined values too; 3D hands use
+    the refined values when present (section 3), so /tf_static does."""
+    root = Path(shutil.copytree(package, tmp_path / 'pkg'))
+    edit_json(root / EP / 'calibration.json', lambda d: d.pop('refined_stereo_extrinsics'))
+    ep = open_episode(root, 'truetrace')
+    (tf,) = [m for s in ep.streams if s.topic == '/tf_static' for _, m in s.open()]
+    tr = {x.child_frame_id: x.transform for x in tf.transforms}['cam1_optical_frame']
+    got = np.array([tr.translation.x, tr.translation.y, tr.translation.z])
+    ref = json.loads((root / 'qc' / 'refined_extrinsics.json').read_text())
+    r = np.array(ref['R'])
+    np.testing.assert_allclose(got, -r.T @ np.array(ref['T']), atol=1e-12)
+    assert any('qc/refined_extrinsics.json' in line for line in ep.report)
+    # Negative control: the factory translation is 0.71 mm away from what is published.
+    fac = np.array(_calibration(package)['extrinsics']['cam0->cam1']['t'])
+    assert np.linalg.norm(got - fac) > 5e-4
 
 
 def test_info_says_which_extrinsics_and_how_far_apart(package: Path) -> None:
