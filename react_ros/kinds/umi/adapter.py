@@ -239,13 +239,13 @@ class UmiAdapter:
         assert self.status is not None
         body = self.config['pose_bodies'][topic]
         gap_ns = int(float(self.config['max_status_gap_ms']) * 1e6)
-        ok, _ = pose_validity(self.status, body, log_ns, gap_ns)
+        ok, why = pose_validity(self.status, body, log_ns, gap_ns)
         # counted here only where the norm rule has not already refused the pose
         dropped = int(np.sum(finite & ~ok))
         if dropped:
             self.pose_rule.counts[topic] = self.pose_rule.counts.get(topic, 0) + dropped
-        checks.tracking_lines(self.report, topic, body, len(values), dropped,
-                              invalid_pose_offsets(values[finite], ok[finite]))
+        checks.tracking_lines(self.report, topic, body, len(values), int(np.sum(finite & ok)),
+                              dropped, why, invalid_pose_offsets(values[finite], ok[finite]))
         return ok
 
     def _check_capture_order(self, topic: str, stamps: list[int]) -> None:

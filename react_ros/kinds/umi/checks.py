@@ -29,14 +29,17 @@ class Report:
         self.lines.append(f'--   {text}')
 
 
-def tracking_lines(rep: Report, topic: str, body: str, total: int, dropped: int,
-                   offsets: tuple[float, float]) -> None:
+def tracking_lines(rep: Report, topic: str, body: str, total: int, valid: int, lost: int,
+                   why: dict[str, int], offsets: tuple[float, float]) -> None:
+    """`valid` of `total` poses published, `lost` of them kept off by the status alone;
+    `why` counts the status's reasons."""
     dist, angle = offsets
-    rep.line(True, f'tracking status decides validity: {topic} {total - dropped} of {total} '
-             f'poses valid ({body}.position_valid and orientation_valid), {dropped} not '
-             'published',
-             f'the pose message alone (no status): {dropped} more poses on /tf, the body jumping '
-             f'up to {dist:.3f} m / {angle:.0f} deg from its last valid pose' if dropped else
+    reasons = '; '.join(f'{r}: {n}' for r, n in sorted(why.items()))
+    rep.line(True, f'tracking status decides validity: {topic} {valid} of {total} poses '
+             f'published ({body}.position_valid and orientation_valid)'
+             + (f', not: {reasons}' if reasons else ''),
+             f'the pose message alone (no status): {lost} more poses on /tf, the body jumping '
+             f'up to {dist:.3f} m / {angle:.0f} deg from its last valid pose' if lost else
              'the pose message alone: the same (no tracking loss in this episode)')
 
 

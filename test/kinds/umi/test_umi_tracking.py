@@ -91,6 +91,10 @@ def test_poses_the_status_calls_invalid_never_reach_tf_nor_the_pose_topic(
         for _, raw in stream(episode, POSE.format(cam)).open()]
     assert published == kept
     assert episode.invalid_poses[POSE.format(cam)] == len(lost)
+    (line,) = [r for r in episode.report if r.startswith('ok   tracking status')
+               and POSE.format(cam) in r]
+    assert f'{len(kept)} of {len(recorded)} poses published' in line
+    assert f'would read: the pose message alone (no status): {len(lost)} more poses' in line
     # Negative control: the pose message alone would put these on /tf, and they are
     # far off the tracked motion (the reference origin, or upside down).
     assert sorted(s for _, s, _ in recorded) != kept
