@@ -219,11 +219,11 @@ class UmiAdapter:
             float(self.config.get('max_quaternion_norm_error', 0.01))), self.warnings)
         self.bad_pose: set[int] = set()  # indices (in the scan) of unpublishable poses
         self.status: TrackingStatus | None = None
-        if tracking_topic in self.types:
+        if status_texts:
             self.status = read_status(status_texts, status_ns, self.bag.path, tracking_topic)
         else:
-            self.report.skipped(f'no {tracking_topic}: pose validity not known, every finite '
-                                'unit pose published')
+            self.report.skipped(f'no message on {tracking_topic}: pose validity not known, '
+                                'every finite unit pose published')
         for topic, items in sorted(poses.items()):
             if items:
                 values = np.array([v for _, _, v in items], float)

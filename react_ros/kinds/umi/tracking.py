@@ -134,7 +134,8 @@ def pose_validity(status: TrackingStatus, body: str, pose_log_ns: np.ndarray,
                   max_gap_ns: int) -> tuple[np.ndarray, dict[str, int]]:
     """Mask of the poses the status says are valid, and why the others are not (counts)."""
     idx = nearest_status(status.log_ns, pose_log_ns, max_gap_ns)
-    ok = np.where(idx >= 0, status.valid[body][np.maximum(idx, 0)], False)
+    ok = np.zeros(len(idx), bool)
+    ok[idx >= 0] = status.valid[body][idx[idx >= 0]]
     why: dict[str, int] = {}
     for i in np.flatnonzero(~ok):
         reason = (f'{body} {status.lost[body][idx[i]]} not valid' if idx[i] >= 0

@@ -218,3 +218,38 @@ def test_info_prints_every_check_with_its_would_read_line(episode: Episode) -> N
                                                        ('left', 'right')), '/tracking/input/joy'):
         assert topic in text, topic
     assert not any(r.startswith('FAIL') for r in episode.report)
+
+
+def _drop_status(root: Path, which: Any) -> None:
+    seen = {'n': -1}
+
+    def drop(topic: str, msg: Any) -> Any:
+        if topic == TRACKING:
+            seen['n'] += 1
+            return None if which(seen['n']) else msg
+        return msg
+    rewrite_mcap(root / 'data/episode.mcap', drop)
+
+
+def test_a_pose_without_its_status_is_not_published(umi_copy: Path, episode: Episode) -> None:
+    _drop_status(umi_copy, lambda i: i == 10)
+    ep = open_episode(umi_copy)
+    for cam, child in CHILD.items():
+        gone = set(tf_stamps(episode, child)) - set(tf_stamps(ep, child))
+        # the next status is a tracker frame (14 ms) away: too far to speak for this pose
+        assert len(gone) == 1, cam
+    assert any('no tracking status within 7 ms: 1' in r for r in ep.report)
+
+
+def test_without_a_tracking_status_validity_is_not_known(umi_copy: Path,
+                                                         episode: Episode) -> None:
+    _drop_status(umi_copy, lambda i: True)
+    ep = open_episode(umi_copy)
+    topics = {s.topic: s.count for s in ep.streams}
+    assert topics.get(TRACKING, 0) == 0 and '/tracking/input/joy' not in topics
+    # every finite unit pose is published, the lost ones too: info says it cannot tell
+    for cam, child in CHILD.items():
+        assert tf_stamps(ep, child) == sorted(s for _, s, _ in poses(umi_copy, cam))
+        assert len(tf_stamps(ep, child)) > len(tf_stamps(episode, child))
+    assert any(r.startswith('--') and 'pose validity not known' in r for r in ep.report)
+    assert ep.invalid_poses == {}
