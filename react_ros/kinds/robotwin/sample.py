@@ -6,9 +6,12 @@ a shorter `episode1.hdf5` without one, `scene_info.json`, and
 only, as the release's does). The scene is ray-cast, so every modality comes
 from one rendering: a textured table and moving spheres (two `001_bottle`
 with one name, a hammer, a laptop lid link whose id needs the extended
-palette, and the robot's two end links following the end poses) seen by a
-head camera whose intrinsics and extrinsics change a little every frame, and
-by two wrist cameras riding on the end poses.
+palette, and the robot's two end links) seen by a head camera whose
+intrinsics and extrinsics change a little every frame, and by two wrist
+cameras riding on the end poses. Each arm is a small serial chain driven by
+joint_action: its links' poses are in _extra, and the end pose is the end
+link's pose times RoboTwin's fixed rotation, so the data-driven checks of the
+end poses and joint names have what the release has.
 
 The document's pitfalls are reproduced: JPEG bytes with R and B swapped
 (RoboTwin handed an RGB array to cv2.imencode), stored as NUL-padded
