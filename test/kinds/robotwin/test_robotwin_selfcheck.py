@@ -40,8 +40,15 @@ def test_info_prints_the_checks_passing_on_the_sample(tmp_path_factory: pytest.T
     root = robotwin_release(tmp_path_factory)
     assert cli.main(['info', str(root), '--episode', EPISODE]) == 0
     out = capsys.readouterr().out
-    for what in ('head camera pose', 'head rgb channels', 'depth'):
-        assert _line(out.splitlines(), what).endswith(': OK'), out
+    lines = out.splitlines()
+    for what in ('head camera pose', 'head rgb channels', 'depth', 'joint order',
+                 'left end pose', 'right end pose', 'left arm joints', 'right arm joints',
+                 'mesh id table'):
+        assert _line(lines, what).endswith(': OK'), out
+    # every check is followed by what its wrong reading would read
+    for i, line in enumerate(lines):
+        if line.startswith('conformance: '):
+            assert lines[i + 1].startswith('  would read: '), (line, lines[i + 1])
 
 
 def test_the_colour_check_tells_published_from_swapped(tmp_path_factory: pytest.TempPathFactory
