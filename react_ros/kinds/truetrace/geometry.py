@@ -301,7 +301,9 @@ def conformance_lines(calib: Calibration, ext: Extrinsics, rep: Reprojection | N
     if accel_norm is not None:
         line(6.0 <= accel_norm <= 14.0,
              f'median |accel| {accel_norm:.2f} m/s^2: gravity included, in m/s^2 as '
-             'documented (in g it would be about 1)', source='imu')
+             'documented (in g it would be about 1)',
+             f'the same numbers as g: {accel_norm:.2f} g, {accel_norm:.1f} times gravity',
+             'imu')
     if gyro is None:
         lines.append('--   gyro units: the IMU turns too little against gravity to tell rad/s '
                      'from deg/s (not checked)')
