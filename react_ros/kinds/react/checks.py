@@ -8,6 +8,8 @@ row, frames converted to seconds at an assumed 30 Hz. ROS-free.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from react_ros.kinds.react.parquet_video import (FINGERPRINT_TOLERANCE_PX, MAX_QUAT_NORM_ERROR,
@@ -19,6 +21,9 @@ from react_ros.kinds.react.files import Camera, Gel
 from react_ros.kinds.react.world_frame import offset_applied_twice, residual_lines
 
 ASSUMED_HZ = 30.0
+# A subset that starts this many rows in (one second at 30 Hz): what counting the fingerprint's
+# rows from a --segment's first row instead of the table's would read.
+SUBSET_ROWS = 30
 MAX_ROWS = 200  # rows projected per check: plenty for a median, cheap for long episodes
 LOCAL_MINUS_Y = np.array([0.0, -1.0, 0.0])  # the stored targets' gel axis (format document 2)
 TARGET_TOLERANCE_M = 1e-4  # a stored target further than 0.1 mm from pose + F/k (-y): not -y
@@ -105,6 +110,18 @@ def world_offset_line(ref: np.ndarray, cams: dict[str, Camera], gel: Gel,
             f'offset applied twice {_median_shift_px(ref, cams, gel, twice):.0f} px')
 
 
+def _subset_error_px(poses: dict[str, np.ndarray], gels: dict[str, Gel],
+                     cams: dict[str, Camera], fp: dict[str, Any]) -> float:
+    """The fingerprint's worst error when its rows are counted in a subset of the table that
+    starts SUBSET_ROWS rows in (a --segment, rows dropped by a filter): the fingerprint's row
+    numbers are the whole table's."""
+    sensor = poses[f'sensor_{fp["sensor"]}_pose']
+    shifted = np.roll(sensor, -SUBSET_ROWS, axis=0)
+    errs = [fingerprint_error_px(shifted, gels[fp['sensor']], c, fp) for c in cams.values()]
+    known = [e for e in errs if e is not None]
+    return max(known) if known else float('nan')
+
+
 def conformance_report(table: Table, poses: dict[str, np.ndarray], cams: dict[str, Camera],
                        gels: dict[str, Gel], poses_up: str, declared: bool,
                        targets: dict[str, np.ndarray] | None = None,
@@ -159,7 +176,8 @@ def conformance_report(table: Table, poses: dict[str, np.ndarray], cams: dict[st
         if known:
             line(max(known) <= FINGERPRINT_TOLERANCE_PX,
                  f'worst-camera fingerprint error {max(known):.2f} px '
-                 f'(tolerance {FINGERPRINT_TOLERANCE_PX:g})')
+                 f'(tolerance {FINGERPRINT_TOLERANCE_PX:g})',
+                 f'a row subset {_subset_error_px(poses, gels, cams, fp):.1f} px')
     else:
         lines.append('--   no usable projection fingerprint stored in twm.world_frame')
 

@@ -53,6 +53,12 @@ def test_report_names_each_convention_and_its_negative_control(root: Path) -> No
     assert _px(out, 'other up-axis') > 150 * scale
     assert _px(out, 'millimetres') > 150 * scale
     assert _px(out, 'quaternion as wxyz') > 6
+    # the fingerprint's rows are the whole table's: counted from a subset (a --segment's first
+    # row), the same poses miss it by more than its tolerance
+    subset = re.search(r'worst-camera fingerprint error 0\.00 px.*\n\s+would read: a row subset '
+                       r'([\d.]+) px', out)
+    assert subset, out
+    assert float(subset.group(1)) > 6
     for side in ('left', 'right'):
         fresh = column(root, f'tactile_{side}_is_new').astype(bool)
         assert f'{side} {100 * fresh.mean():.1f} % ({fresh.sum()}/{len(fresh)} rows)' in out
