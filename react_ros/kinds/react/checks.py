@@ -116,7 +116,7 @@ def _subset_error_px(poses: dict[str, np.ndarray], gels: dict[str, Gel],
     starts SUBSET_ROWS rows in (a --segment, rows dropped by a filter): the fingerprint's row
     numbers are the whole table's."""
     sensor = poses[f'sensor_{fp["sensor"]}_pose']
-    shifted = np.roll(sensor, -SUBSET_ROWS, axis=0)
+    shifted = np.roll(sensor, -min(SUBSET_ROWS, max(1, len(sensor) // 2)), axis=0)  # short: half
     errs = [fingerprint_error_px(shifted, gels[fp['sensor']], c, fp) for c in cams.values()]
     known = [e for e in errs if e is not None]
     return max(known) if known else float('nan')
