@@ -72,7 +72,7 @@ def preview(episode: Episode, out: Path, at_s: Sequence[float] | None = None,
 def run_command(args: object, open_dataset: Callable[[], Episode]) -> int:
     """`react-ros preview`: the output checked first, the input opened, drawn, written aside.
 
-    `open_dataset` opens a dataset episode with the CLI's options (cli._open); a bag
+    `open_dataset` opens a dataset episode with the CLI's options (cli.episode.open_given); a bag
     is opened here, as its recorded messages only.
     """
     from react_ros.formats.rosbag2 import is_rosbag2

@@ -1,0 +1,5 @@
+import sys
+
+from react_ros.cli import main
+
+sys.exit(main())

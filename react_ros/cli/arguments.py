@@ -1,0 +1,130 @@
+"""Flags shared by several commands, and the declared options (a kind's, the
+player's) as flags."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from react_ros.adapters import KINDS, kind_options
+from react_ros.errors import ReactRosError
+from react_ros.options import Option
+from react_ros.play_options import BY_NAME, H264_HELP, PLAY_OPTIONS
+
+
+def positive(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f'must be > 0, got {text}')
+    return value
+
+
+def non_negative(text: str) -> float:
+    value = float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f'must be >= 0, got {text}')
+    return value
+
+
+def count(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f'must be >= 1, got {text}')
+    return value
+
+
+def bag_args(p: argparse.ArgumentParser) -> None:
+    """What goes into a bag: shared by convert and convert-all."""
+    from react_ros.sinks.bag import COMPRESSIONS, DEFAULT_COMPRESSION, IMAGE_MODES
+    p.add_argument('--images', choices=IMAGE_MODES, default='raw',
+                   help='raw: sensor_msgs/Image; jpeg, png: sensor_msgs/CompressedImage as '
+                        'image_transport publishes it (labels and ids always lossless; depth: '
+                        'lossless TIFF with png, compressedDepth with jpeg); h264: '
+                        + H264_HELP)
+    add_option(p, BY_NAME['no_reencode'])
+    p.add_argument('--jpeg-quality', type=jpeg_quality, default=95, metavar='Q',
+                   help='1-100 (default 95)')
+    p.add_argument('--compression', choices=COMPRESSIONS, default=DEFAULT_COMPRESSION,
+                   help=f'MCAP chunk compression (default {DEFAULT_COMPRESSION})')
+
+
+def jpeg_quality(text: str) -> int:
+    value = int(text)
+    if not 1 <= value <= 100:
+        raise argparse.ArgumentTypeError(f'must be 1-100, got {text}')
+    return value
+
+
+def _option_type(opt: Option):
+    def parse(text: str) -> object:
+        try:  # a list option's words arrive one by one
+            return opt.coerce((text,))[0] if opt.type is tuple else opt.coerce(text)
+        except ReactRosError as err:
+            raise argparse.ArgumentTypeError(str(err).removeprefix(f'{opt.flag}: ')) from None
+    parse.__name__ = 'str' if opt.type is tuple else opt.type.__name__  # named in messages
+    return parse
+
+
+def add_option(p: argparse.ArgumentParser | argparse._ArgumentGroup, opt: Option) -> None:
+    """One declared option (a kind's or the player's) as a flag."""
+    flags = (opt.short, opt.flag) if opt.short else (opt.flag,)
+    if opt.type is bool:
+        action = argparse.BooleanOptionalAction if opt.default else 'store_true'
+        p.add_argument(*flags, dest=opt.name, action=action, default=opt.default, help=opt.help)
+        return
+    shape: dict[str, object] = {}
+    if opt.type is tuple:
+        shape['nargs'] = '+'
+    elif opt.const is not None:  # the flag alone means `const`
+        shape.update(nargs='?', const=opt.const)
+    p.add_argument(*flags, dest=opt.name, type=_option_type(opt), default=opt.default,
+                   choices=opt.choices, metavar=opt.metavar, help=opt.help, **shape)
+
+
+def kind_option_args(p: argparse.ArgumentParser, skip: frozenset[str] = frozenset()) -> None:
+    """Every kind's own options, one group per kind, from its options dataclass."""
+    groups: dict[str, argparse._ArgumentGroup] = {}
+    for kind, opt in kind_options():
+        if opt.name in skip:
+            continue
+        if kind.name not in groups:
+            groups[kind.name] = p.add_argument_group(f'{kind.name} options ({kind.title})')
+        add_option(groups[kind.name], opt)
+
+
+def episode_args(p: argparse.ArgumentParser, image_scale: bool = True) -> None:
+    """Which episode, and how it becomes messages (`play` adds --image-scale with the
+    player's options)."""
+    p.add_argument('episode', type=Path, help='episode folder or file')
+    p.add_argument('--kind', choices=list(KINDS), help='dataset kind (detected from the layout)')
+    p.add_argument('--episode', dest='episode_id', metavar='ID',
+                   help='episode inside a release that holds many')
+    if image_scale:
+        add_option(p, BY_NAME['image_scale'])
+    kind_option_args(p)
+
+
+def play_args(p: argparse.ArgumentParser) -> None:
+    """The player's options (play_options.py), then what only the CLI has."""
+    group = p.add_argument_group('playing')
+    for opt in PLAY_OPTIONS:
+        add_option(group, opt)
+    p.add_argument('--node-name', default='react_ros_player')
+    p.add_argument('--no-state-publisher', action='store_true',
+                   help='do not start react_ros\'s robot_state_publisher (one runs already)')
+    foxglove_args(p)
+
+
+def foxglove_args(p: argparse.ArgumentParser) -> None:
+    """`--foxglove [PORT]`: serve over the Foxglove WebSocket protocol instead of DDS."""
+    from react_ros.sinks.foxglove import DEFAULT_HOST, DEFAULT_PORT
+
+    def port(text: str) -> int:
+        if not text.isdigit() or int(text) > 65535:
+            raise argparse.ArgumentTypeError(f'not a TCP port: {text!r}')
+        return int(text)
+    p.add_argument('--foxglove', type=port, nargs='?', const=DEFAULT_PORT, default=None,
+                   metavar='PORT', help='serve the episode to Foxglove (WebSocket, default port '
+                   f'{DEFAULT_PORT}; 0: a free one) instead of on DDS; needs the [foxglove] extra')
+    p.add_argument('--foxglove-host', default=DEFAULT_HOST, metavar='HOST',
+                   help=f'address the Foxglove server binds (default {DEFAULT_HOST}: this '
+                   'machine only)')
