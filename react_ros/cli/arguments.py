@@ -64,12 +64,16 @@ def _option_type(opt: Option):
     return parse
 
 
-def add_option(p: argparse.ArgumentParser | argparse._ArgumentGroup, opt: Option) -> None:
-    """One declared option (a kind's or the player's) as a flag."""
+def add_option(p: argparse.ArgumentParser | argparse._ArgumentGroup, opt: Option,
+               hidden: bool = False) -> None:
+    """One declared option (a kind's or the player's) as a flag (`hidden`: parsed, not
+    listed by --help)."""
     flags = (opt.short, opt.flag) if opt.short else (opt.flag,)
+    help_text = argparse.SUPPRESS if hidden else opt.help
     if opt.type is bool:
         action = argparse.BooleanOptionalAction if opt.default else 'store_true'
-        p.add_argument(*flags, dest=opt.name, action=action, default=opt.default, help=opt.help)
+        p.add_argument(*flags, dest=opt.name, action=action, default=opt.default,
+                      help=help_text)
         return
     shape: dict[str, object] = {}
     if opt.type is tuple:
@@ -77,7 +81,13 @@ def add_option(p: argparse.ArgumentParser | argparse._ArgumentGroup, opt: Option
     elif opt.const is not None:  # the flag alone means `const`
         shape.update(nargs='?', const=opt.const)
     p.add_argument(*flags, dest=opt.name, type=_option_type(opt), default=opt.default,
-                   choices=opt.choices, metavar=opt.metavar, help=opt.help, **shape)
+                   choices=opt.choices, metavar=opt.metavar, help=help_text, **shape)
+
+
+# The kinds whose options `--help` lists (None: every kind). build_parser narrows it when
+# the command line names an episode or --kind, so that `play EPISODE --help` is one
+# screen; the other kinds' flags are still parsed, to be refused by name.
+help_kinds: frozenset[str] | None = None
 
 
 def kind_option_args(p: argparse.ArgumentParser, skip: frozenset[str] = frozenset()) -> None:
@@ -85,6 +95,9 @@ def kind_option_args(p: argparse.ArgumentParser, skip: frozenset[str] = frozense
     groups: dict[str, argparse._ArgumentGroup] = {}
     for kind, opt in kind_options():
         if opt.name in skip:
+            continue
+        if help_kinds is not None and kind.name not in help_kinds:
+            add_option(p, opt, hidden=True)
             continue
         if kind.name not in groups:
             groups[kind.name] = p.add_argument_group(f'{kind.name} options ({kind.title})')
@@ -108,7 +121,9 @@ def play_args(p: argparse.ArgumentParser) -> None:
     group = p.add_argument_group('playing')
     for opt in PLAY_OPTIONS:
         add_option(group, opt)
-    p.add_argument('--node-name', default='react_ros_player')
+    p.add_argument('--node-name', default='react_ros_player', metavar='NAME',
+                   help='the player node\'s name; its services are ~/pause, ~/resume, ... '
+                        '(default react_ros_player)')
     p.add_argument('--no-state-publisher', action='store_true',
                    help='do not start react_ros\'s robot_state_publisher (one runs already)')
     foxglove_args(p)

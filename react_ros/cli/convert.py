@@ -16,19 +16,22 @@ def add_parsers(sub) -> None:
     p = sub.add_parser('convert', help='write a rosbag2 MCAP bag')
     episode_args(p)
     # A string, not a Path: Path('') is '.', and an empty -o must be refused, not the cwd.
-    p.add_argument('-o', '--output', required=True, metavar='OUTDIR')
+    p.add_argument('-o', '--output', required=True, metavar='OUTDIR',
+                   help='the bag folder to write (refused if it exists, unless --overwrite)')
     p.add_argument('--overwrite', action='store_true',
                    help='replace OUTDIR if it is a bag react_ros wrote (nothing else)')
     add_option(p, BY_NAME['topics'])
     add_option(p, BY_NAME['exclude'])
     bag_args(p)
-    p.add_argument('-q', '--quiet', action='store_true')
+    p.add_argument('-q', '--quiet', action='store_true',
+                   help='print nothing but errors')
     p.add_argument('--progress', action='store_true',
                    help='show progress even when stderr is not a terminal')
 
     p = sub.add_parser('convert-all', help='convert every episode of a release, resumably')
     p.add_argument('root', type=Path, help='the release folder')
-    p.add_argument('-o', '--output', required=True, metavar='OUTDIR')
+    p.add_argument('-o', '--output', required=True, metavar='OUTDIR',
+                   help='where the bags go, one folder per episode, with index.json')
     p.add_argument('--kind', choices=list(KINDS), help='dataset kind (detected from the layout)')
     add_option(p, BY_NAME['image_scale'])
     # convert-all's --verify covers TrueTrace's (checking MANIFEST.sha256): one flag, one meaning.
@@ -43,7 +46,8 @@ def add_parsers(sub) -> None:
     p.add_argument('--verify', action='store_true',
                    help='fingerprint sources by their contents (sha256), not size and mtime; '
                         'TrueTrace episodes are also checked against MANIFEST.sha256')
-    p.add_argument('-q', '--quiet', action='store_true')
+    p.add_argument('-q', '--quiet', action='store_true',
+                   help='print nothing but errors')
     p.add_argument('--progress', action='store_true',
                    help='show progress even when stderr is not a terminal')
 

@@ -20,7 +20,8 @@ def add_parser(sub) -> None:
     p.add_argument('--tile-height', type=int, default=360, metavar='PX',
                    help='pictures of a sheet at most this tall (default 360)')
     p.add_argument('--overwrite', action='store_true', help='replace an existing FILE')
-    p.add_argument('-q', '--quiet', action='store_true')
+    p.add_argument('-q', '--quiet', action='store_true',
+                   help='print nothing but errors')
     p.add_argument('--progress', action='store_true',
                    help='show progress even when stderr is not a terminal')
 

@@ -12,10 +12,14 @@ from react_ros.errors import ReactRosError
 
 def add_parser(sub) -> None:
     p = sub.add_parser('sample', help='write a synthetic episode faithful to a format document')
-    p.add_argument('kind', choices=[k for k, d in KINDS.items() if d.sample])
-    p.add_argument('dir')  # a string: an empty DIR is refused, not taken as the cwd
-    p.add_argument('--seed', type=int, default=0)
-    p.add_argument('--duration', type=positive, default=None, metavar='S')
+    p.add_argument('kind', choices=[k for k, d in KINDS.items() if d.sample],
+                   help='the dataset kind')
+    # a string: an empty DIR is refused, not taken as the cwd
+    p.add_argument('dir', help='where to write it (must not exist, or be empty)')
+    p.add_argument('--seed', type=int, default=0,
+                   help='random seed: the same seed writes the same data (default 0)')
+    p.add_argument('--duration', type=positive, default=None, metavar='S',
+                   help='seconds of recording (default: the kind\'s own, a few seconds)')
     p.add_argument('--resolution', default=None, metavar='WxH',
                    help='video size (default: the dataset\'s own)')
     p.add_argument('--episodes', type=count, default=None, metavar='N',
