@@ -10,9 +10,11 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+from pathlib import Path
 from typing import NoReturn, Sequence
 
-from react_ros.cli import convert, info, play, preview, sample
+from react_ros import __version__
+from react_ros.cli import arguments, convert, episode, examples, info, play, preview, sample
 from react_ros.cli.play import demo_episode_dir
 from react_ros.cli.sample import write_sample
 from react_ros.errors import ReactRosError, interrupt_behind
@@ -27,16 +29,60 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f'error: {message} (see {self.prog} --help)\n')
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog='react-ros', description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest='command', required=True, parser_class=_Parser)
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The whole CLI. With `argv` asking for help about an episode (or naming --kind),
+    the help lists only that kind's options."""
+    arguments.help_kinds = _kinds_for_help(argv)
+    parser = _Parser(prog='react-ros', description=__doc__.splitlines()[0],
+                     epilog='`react-ros COMMAND --help` says more, with examples; the manual '
+                            'is docs/ in the repository')
+    parser.add_argument('--version', action='version',
+                        version=f'react-ros {__version__} (Python {sys.version.split()[0]})')
+    sub = parser.add_subparsers(dest='command', required=True, parser_class=_Parser,
+                                metavar='COMMAND')
 
     info.add_parser(sub)
     play.add_parsers(sub)
     convert.add_parsers(sub)
     sample.add_parser(sub)
     preview.add_parser(sub)
+    for command, p in sub.choices.items():
+        p.formatter_class = argparse.RawDescriptionHelpFormatter  # keeps the epilog's lines
+        p.epilog = examples.epilog(command)
+        if arguments.help_kinds is not None and any(
+                isinstance(a.help, str) and a.dest == 'kind' for a in p._actions):
+            p.description = _help_scope(arguments.help_kinds)
     return parser
+
+
+def _kinds_for_help(argv: Sequence[str] | None) -> frozenset[str] | None:
+    """The kinds whose options `--help` should list: the one of `--kind K`, or of the
+    episode named on the command line (a bag has none); None (all) when unknown."""
+    from react_ros.adapters import KINDS, resolve_kind
+    words = list(sys.argv[1:] if argv is None else argv)
+    if '-h' not in words and '--help' not in words:
+        return None
+    for i, word in enumerate(words):
+        name = word.partition('=')[2] if word.startswith('--kind=') else \
+            words[i + 1] if word == '--kind' and i + 1 < len(words) else None
+        if name in KINDS:
+            return frozenset({name})
+    for word in words[1:]:  # the first is the command
+        if word.startswith('-') or not Path(word).exists():
+            continue
+        if episode.is_bag(Path(word)):
+            return frozenset()
+        try:
+            return frozenset({resolve_kind(Path(word), None).name})
+        except ReactRosError:
+            continue
+    return None
+
+
+def _help_scope(kinds: frozenset[str]) -> str:
+    shown = f'the options of {", ".join(sorted(kinds))} episodes' if kinds else \
+        'no dataset options (a bag plays as recorded)'
+    return f'This help lists {shown};\n`--help` without an episode lists every kind\'s.'
 
 
 COMMANDS = {'info': info.run, 'play': play.run_play, 'convert': convert.run_convert,
@@ -51,7 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if BROKEN:  # a kind folder of REACT_ROS_KINDS_PATH that does not load
         print(f'error: {BROKEN[0]}', file=sys.stderr)
         return EXIT_BAD_INPUT
-    args = build_parser().parse_args(argv)
+    args = build_parser(argv).parse_args(argv)
     try:
         status = COMMANDS[args.command](args)
     except ReactRosError as err:

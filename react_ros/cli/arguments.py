@@ -36,7 +36,7 @@ def bag_args(p: argparse.ArgumentParser) -> None:
     """What goes into a bag: shared by convert and convert-all."""
     from react_ros.sinks.bag import COMPRESSIONS, DEFAULT_COMPRESSION, IMAGE_MODES
     p.add_argument('--images', choices=IMAGE_MODES, default='raw',
-                   help='raw: sensor_msgs/Image; jpeg, png: sensor_msgs/CompressedImage as '
+                   help='raw (the default): sensor_msgs/Image; jpeg, png: sensor_msgs/CompressedImage as '
                         'image_transport publishes it (labels and ids always lossless; depth: '
                         'lossless TIFF with png, compressedDepth with jpeg); h264: '
                         + H264_HELP)

@@ -67,7 +67,7 @@ class ObjectsOptions(KindOptions):
                                '/objects/raw_markers')
     marker_refresh: float = option(1.0, 'also republish /objects/markers every S seconds of '
                                    'data, for a viewer that joins late (0: only at the first '
-                                   'frame and validity changes)', metavar='S',
+                                   'frame and validity changes; default 1)', metavar='S',
                                    check=at_least(0))
 
 

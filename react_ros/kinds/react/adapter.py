@@ -54,7 +54,7 @@ class ReactOptions(KindOptions):
     tactile_latency: int = option(0, 'pair view[i] with tactile[i+N] (15 for recordings '
                                   'before 2026-06-27)', metavar='N')
     gel_axis: str = option('local_y', "force direction: the sensor's local -y, or the "
-                           'calibrated gel_axis_in_rigid', choices=GEL_AXES)
+                           'calibrated gel_axis_in_rigid (default local_y)', choices=GEL_AXES)
 
 
 @dataclass
