@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 ENV := scripts/ros_env.sh
 
-.PHONY: setup demo test bench clean previews layouts
+.PHONY: setup demo test bench clean previews layouts cli-reference
 
 setup:
 	@scripts/setup_env.sh
@@ -21,6 +21,9 @@ previews: setup  # docs/previews/<kind>.png from each kind's sample
 
 layouts: setup  # react_ros/kinds/<kind>/<kind>.foxglove.json from each kind's foxglove_layout.yaml
 	@$(ENV) python scripts/foxglove_layouts.py
+
+cli-reference: setup  # docs/cli.md from the parser's --help
+	@$(ENV) python scripts/cli_reference.py
 
 clean:
 	rm -rf .venv build install log .pytest_cache

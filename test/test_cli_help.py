@@ -145,3 +145,14 @@ def test_help_about_a_bag_lists_no_kind_options(samples, tmp_path, capsys) -> No
     shown = _help(['play', str(bag)], capsys)
     assert _groups(shown) == set()
     assert 'a bag plays as recorded' in shown
+
+
+def test_the_cli_reference_is_what_the_parser_prints() -> None:
+    import importlib.util
+    spec = importlib.util.spec_from_file_location('cli_reference',
+                                                  ROOT / 'scripts' / 'cli_reference.py')
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    page = ROOT / 'docs' / 'cli.md'
+    assert page.exists() and page.read_text() == module.reference(), \
+        'docs/cli.md is out of date: run `make cli-reference`'

@@ -1,4 +1,4 @@
-"""`react-ros`: info, play, convert, sample, demo.
+"""react-ros: dataset episodes as ROS 2 topics on one /clock, or as rosbag2 MCAP bags.
 
 Thin on purpose: parse options, open the episode, hand it to a sink. Anything
 the user can fix arrives as a ReactRosError and is printed as one line with
