@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import NoReturn, Sequence
 
 from react_ros import __version__
-from react_ros.cli import arguments, convert, episode, examples, info, play, preview, sample
+from react_ros.cli import (arguments, convert, episode, examples, info, list_episodes, play,
+                           preview, sample)
 from react_ros.cli.play import demo_episode_dir
 from react_ros.cli.sample import write_sample
 from react_ros.errors import ReactRosError, interrupt_behind
@@ -42,6 +43,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
                                 metavar='COMMAND')
 
     info.add_parser(sub)
+    list_episodes.add_parser(sub)
     play.add_parsers(sub)
     convert.add_parsers(sub)
     sample.add_parser(sub)
@@ -85,7 +87,8 @@ def _help_scope(kinds: frozenset[str]) -> str:
     return f'This help lists {shown};\n`--help` without an episode lists every kind\'s.'
 
 
-COMMANDS = {'info': info.run, 'play': play.run_play, 'convert': convert.run_convert,
+COMMANDS = {'info': info.run, 'list': list_episodes.run, 'play': play.run_play,
+            'convert': convert.run_convert,
             'convert-all': convert.run_convert_all, 'sample': sample.run, 'demo': play.run_demo,
             'preview': preview.run}
 
