@@ -4,9 +4,12 @@ Parameters:
   episode (string, required), kind (string, '' = detect), episode_id ('' = the only
   one; for releases of many, e.g. 2026-05-10/episode_000);
   every player option, named as the fields of react_ros/play_options.py (rate,
-  loop, start_offset, playback_duration (-1, or any negative = to the end), clock,
-  topics / exclude / remap (string arrays, or one comma-separated string; remap
-  rules 'FROM:=TO'), images, ...: `react-ros play --help` explains each);
+  loop, start_offset, playback_duration (-1, or any negative = to the end),
+  playback_until_sec / playback_until_nsec (-1 = none), clock, topics /
+  exclude_topics / remap (string arrays, or one comma-separated string; remap rules
+  'FROM:=TO'; relative names resolved against this node), regex / exclude_regex,
+  images, log_level (also this node's logger level), ...: `react-ros play --help`
+  explains each, under the flag `--name-with-dashes`);
   and every dataset kind's own options, named as their fields
   (`react-ros play --help` lists them; e.g. segment, skip_bad, tactile_latency,
   gel_axis for React). An option that is unset by default is declared without a
@@ -37,6 +40,7 @@ from react_ros.play_options import PLAY_OPTIONS, PlayOptions
 from react_ros.ros.stop_signals import StopSignals
 from react_ros.sinks.compressed_video import episode_with_images
 from react_ros.sinks.live import Player
+from react_ros.sinks.report import Report
 from react_ros.sinks.tuning import freeze_heap, tune_for_playback
 
 # Which episode; how to play it is PlayOptions', and each kind's own options the registry's.
@@ -119,7 +123,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         kind = resolve_kind(Path(p['episode']), p['kind'] or None)
         play = play_options(p)
         episode = open_episode(Path(p['episode']), kind.name, episode_options(p, kind, play))
-        episode = episode_with_images(episode, play.images, reencode=not play.no_reencode)
+        episode = episode_with_images(episode, play.images, reencode=not play.no_reencode,
+                                      notes=Report(play.log_level).info)
         player = Player(episode, play.for_player(keyboard=False), node=node, since=since)
         signals.on_stop = player.stop
         freeze_heap()

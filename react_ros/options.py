@@ -41,21 +41,26 @@ class _Spec:
     short: str | None
     const: Any
     unset: float | None
+    aliases: tuple[str, ...]
 
 
 def option(default: Any, help: str, *, metavar: str | None = None,
            choices: Sequence[str] | None = None,
            check: Callable[[Any], str | None] | None = None, short: str | None = None,
-           const: Any = None, unset: float | None = None) -> Any:
+           const: Any = None, unset: float | None = None,
+           aliases: Sequence[str] = ()) -> Any:
     """A field of a kind's (or the player's) options.
 
     `check(value)` returns why a value is wrong, or None. `short` is the CLI
-    flag's one-letter alias ('-r'); `const` is what the flag alone means (it
-    then takes its value optionally, `--clock` = `--clock 100`); `unset` spells
-    None where a surface needs a number (-1.0: ROS parameters had -1 = off).
+    flag's one-letter alias ('-r'); `aliases` are more CLI spellings of it (a
+    name it had before, `--exclude` for `--exclude-topics`), listed after the
+    flag; `const` is what the flag alone means (it then takes its value
+    optionally, `--clock` = `--clock 100`); `unset` spells None where a surface
+    needs a number (-1.0: ROS parameters had -1 = off).
     """
     return dataclasses.field(default=default, metadata={_SPEC: _Spec(
-        help, metavar, tuple(choices) if choices else None, check, short, const, unset)})
+        help, metavar, tuple(choices) if choices else None, check, short, const, unset,
+        tuple(aliases))})
 
 
 def at_least(low: float) -> Callable[[Any], str | None]:
@@ -81,10 +86,16 @@ class Option:
     short: str | None = None
     const: Any = None
     unset: float | None = None
+    aliases: tuple[str, ...] = ()
 
     @property
     def flag(self) -> str:
         return '--' + self.name.replace('_', '-')
+
+    @property
+    def flags(self) -> tuple[str, ...]:
+        """Every CLI spelling: the short one, the flag, then the aliases."""
+        return ((self.short,) if self.short else ()) + (self.flag,) + self.aliases
 
     @property
     def expected(self) -> str:
@@ -238,7 +249,8 @@ def options_of(cls: type) -> tuple[Option, ...]:
             raise TypeError(f'{cls.__name__}.{f.name}: declare options with option()')
         base, optional = _unwrap(hints[f.name])
         out.append(Option(f.name, base, optional, f.default, spec.help, spec.metavar,
-                          spec.choices, spec.check, spec.short, spec.const, spec.unset))
+                          spec.choices, spec.check, spec.short, spec.const, spec.unset,
+                          spec.aliases))
     return tuple(out)
 
 

@@ -24,6 +24,7 @@ from react_ros.ros.state_publisher import start_state_publisher
 from react_ros.sinks.compressed_video import episode_with_images
 from react_ros.sinks.live import PlaybackStats, Player, check_playable, player_node
 from react_ros.sinks.live import PlayerSettings
+from react_ros.sinks.report import Report
 from react_ros.sinks.tuning import freeze_heap, tune_for_playback
 
 
@@ -31,7 +32,9 @@ def play_options(args: argparse.Namespace, on_stats=None) -> PlayerSettings:
     options = PlayOptions.from_args(args)
     if on_stats is not None:  # the rate table takes the progress line's place
         options = replace(options, quiet=True)
-    return options.for_player(node_name=args.node_name, on_stats=on_stats)
+    # ros2 bag's --disable-keyboard-controls; the keys need stdin to be a terminal anyway
+    return options.for_player(node_name=args.node_name, on_stats=on_stats,
+                              keyboard=not getattr(args, 'disable_keyboard_controls', False))
 
 
 class RateTable:
@@ -68,6 +71,7 @@ def play_episode(episode: Episode | Callable[[], Episode], args: argparse.Namesp
     period of theirs) goes on while the episode opens and the state publisher
     starts, instead of after.
     """
+    report = Report(args.log_level)
     if getattr(args, 'foxglove', None) is not None:  # no DDS at all: sinks/foxglove.py says why
         from react_ros.sinks.foxglove import serve_episode
         return serve_episode(episode, play_options(args), host=args.foxglove_host,
@@ -85,7 +89,8 @@ def play_episode(episode: Episode | Callable[[], Episode], args: argparse.Namesp
         node = player_node(options.node_name, context)
         if callable(episode):
             episode = episode()
-        episode = episode_with_images(episode, args.images, reencode=not args.no_reencode)
+        episode = episode_with_images(episode, args.images, reencode=not args.no_reencode,
+                                      notes=report.info)
         check_playable(episode, options)  # before the state publisher publishes anything
         # (--publish-robot-state: the player publishes the robot itself)
         if episode.urdf and not (args.no_state_publisher or options.publish_robot_state):
@@ -94,7 +99,8 @@ def play_episode(episode: Episode | Callable[[], Episode], args: argparse.Namesp
         player = Player(episode, options, node=node, since=since)
         # The first line once the episode and options are known to play: bad input
         # stays one line. (The demo printed its own.)
-        announce('react-ros play')
+        if report.shows('info'):
+            announce('react-ros play')
         freeze_heap()
         return player.run()
     finally:

@@ -36,8 +36,22 @@ def _remap_rules(rules: tuple[str, ...] | None) -> str | None:
     return None
 
 
+LOG_LEVELS = ('debug', 'info', 'warn', 'error', 'fatal')
+TOPIC_NAMES = ('; relative names are resolved as ROS does (left/x is /left/x; ~/x, in play, '
+               'the player node\'s private name); with --images, an image is named by its '
+               'published topic (.../compressed_video) or its source Image topic')
+
+
+def _regex(text: str) -> str | None:
+    from react_ros.sinks.selection import check_regex
+    return check_regex(text) if text else None
+
+
 @dataclass(frozen=True)
 class PlayOptions:
+    """Each field is `ros2 bag play`'s option of that name where it has one (the flag, its
+    short form, its meaning); the names react_ros had before stay as aliases."""
+
     rate: float = option(1.0, 'playback rate, a factor of the recorded speed (default 1)',
                          short='-r', metavar='X', check=above(0))
     loop: bool = option(False, 'play again from the start at the end', short='-l')
@@ -46,21 +60,38 @@ class PlayOptions:
                                  check=at_least(0))
     playback_duration: float | None = option(
         None, 'play this many seconds of the episode per pass (default: to the end; as a '
-        'parameter or launch argument -1, and any negative, means that)', metavar='S',
-        check=above(0), unset=-1.0)
+        'parameter or launch argument -1, and any negative, means that); with '
+        '--playback-until-*, the later of the two ends playback, as in ros2 bag',
+        metavar='S', check=above(0), unset=-1.0)
+    playback_until_sec: float | None = option(
+        None, 'stop after the messages stamped at or before SEC, in seconds of the stamps '
+        'the topics carry (`react-ros info` shows them); before the start is refused; '
+        'default: no such limit (-1, and any negative, as a parameter); not with '
+        '--playback-until-nsec', metavar='SEC', check=at_least(0), unset=-1.0)
+    playback_until_nsec: int | None = option(
+        None, 'as --playback-until-sec, in integer nanoseconds (exact)', metavar='NSEC',
+        check=at_least(0), unset=-1)
     start_paused: bool = option(False, 'start paused (resume with the ~/resume service or '
-                                'the space bar)')
+                                'the space bar)', short='-p')
     clock: float = option(100.0, '/clock rate in Hz (default 100 Hz; 0 turns it off)',
                           metavar='HZ', check=at_least(0), const=100.0)
-    topics: tuple[str, ...] | None = option(None, 'only these data topics (default: all)',
-                                            metavar='T')
-    exclude: tuple[str, ...] = option((), 'not these data topics', metavar='T')
-    remap: tuple[str, ...] = option((), 'publish topic FROM as TO', metavar='FROM:=TO',
+    topics: tuple[str, ...] | None = option(
+        None, 'only these topics (default: all)' + TOPIC_NAMES, metavar='T')
+    regex: str = option('', 'only topics whose whole name matches this regular expression '
+                        '(with --topics: those listed and those matching)', short='-e',
+                        metavar='REGEX', check=_regex)
+    exclude_topics: tuple[str, ...] = option((), 'not these topics (named as --topics)',
+                                             metavar='T', aliases=('--exclude',))
+    exclude_regex: str = option('', 'not the topics whose whole name matches this regular '
+                                'expression', short='-x', metavar='REGEX', check=_regex)
+    remap: tuple[str, ...] = option((), 'publish topic FROM as TO (names resolved as '
+                                    '--topics\'s)', short='-m', metavar='FROM:=TO',
                                     check=_remap_rules)
     image_scale: float = option(1.0, 'scale images (and K, P of camera_info) by F (default 1)',
                                 metavar='F', check=above(0))
-    delay: float = option(0.0, 'wait this many seconds before playing (default 0)',
-                          metavar='S', check=at_least(0))
+    delay: float = option(0.0, 'wait this many seconds before playing, and before each pass '
+                          'again with --loop (default 0)', short='-d', metavar='S',
+                          check=at_least(0))
     publish_robot_state: bool = option(False, 'publish /robot_description and the joints\' '
                                        'TF from the player itself, instead of a '
                                        'robot_state_publisher')
@@ -77,7 +108,24 @@ class PlayOptions:
     no_reencode: bool = option(False, 'with images h264: refuse (exit 2) a video that would '
                                'have to be re-encoded (B-frames, an image scale, a partial '
                                'or unordered run of frames) instead of re-encoding it')
+    log_level: str = option('info', 'the player node\'s logger level, and what react-ros '
+                            'prints: info lines (the start, the keyboard, the summary) at '
+                            'debug and info, warnings up to warn, errors always (default '
+                            'info)', choices=LOG_LEVELS)
     quiet: bool = option(False, 'no progress line', short='-q')
+
+    @property
+    def playback_until_ns(self) -> int | None:
+        """The stamp playback stops after (--playback-until-sec/-nsec), or None."""
+        if self.playback_until_sec is not None and self.playback_until_nsec is not None:
+            raise ReactRosError('--playback-until-sec and --playback-until-nsec '
+                                '(playback_until_sec, playback_until_nsec) are mutually '
+                                'exclusive: give one')
+        if self.playback_until_nsec is not None:
+            return self.playback_until_nsec
+        if self.playback_until_sec is not None:
+            return round(self.playback_until_sec * 1e9)
+        return None
 
     @classmethod
     def read(cls, raw: Mapping[str, Any], refusal: Callable[[Option, Any], str]) -> PlayOptions:
@@ -108,11 +156,19 @@ class PlayOptions:
             if not sep:
                 raise ReactRosError(f'remap rule {rule!r} is not FROM:=TO')
             remap[src] = dst
+        from react_ros.sinks.selection import check_regex
+        for opt, pattern in ((BY_NAME['regex'], self.regex),
+                             (BY_NAME['exclude_regex'], self.exclude_regex)):
+            why = check_regex(pattern) if pattern else None
+            if why:  # the CLI checked it already; parameters and launch arguments were not
+                raise ReactRosError(f'{opt.flag} / {opt.name} {pattern!r}: {why}')
         return PlayerSettings(
             rate=self.rate, loop=self.loop, start_offset_s=self.start_offset,
             playback_duration_s=self.playback_duration, start_paused=self.start_paused,
-            clock_hz=self.clock, topics=self.topics or None, exclude=self.exclude,
-            remap=remap, quiet=self.quiet, delay_s=self.delay,
+            playback_until_ns=self.playback_until_ns, clock_hz=self.clock,
+            topics=self.topics or None, exclude_topics=self.exclude_topics, regex=self.regex,
+            exclude_regex=self.exclude_regex, remap=remap, quiet=self.quiet,
+            delay_s=self.delay, log_level=self.log_level,
             publish_robot_state=self.publish_robot_state,
             wait_for_subscribers_s=self.wait_for_subscribers, drop_late_s=self.drop_late,
             **runtime)
@@ -121,4 +177,5 @@ class PlayOptions:
 PLAY_OPTIONS: tuple[Option, ...] = options_of(PlayOptions)
 BY_NAME: dict[str, Option] = {opt.name: opt for opt in PLAY_OPTIONS}
 
-__all__ = ['BY_NAME', 'DROP_LATE_S', 'H264_HELP', 'IMAGE_MODES', 'PLAY_OPTIONS', 'PlayOptions']
+__all__ = ['BY_NAME', 'DROP_LATE_S', 'H264_HELP', 'IMAGE_MODES', 'LOG_LEVELS', 'PLAY_OPTIONS',
+           'PlayOptions']

@@ -339,7 +339,7 @@ def test_duration_exclude_remap(episode, expected, listener, tmp_path):
     listener.subscribe('/left/image_raw', 'sensor_msgs/msg/Image')
     log = tmp_path / 'player.log'
     player = spawn_player(episode.path, log, start_paused=True, playback_duration=0.5,
-                          exclude='/tf', remap='/joint_states:=/js')
+                          exclude_topics='/tf', remap='/joint_states:=/js')
     try:
         assert listener.wait_for_publishers(['/js', '/left/image_raw'])
         listener.spin_for(1.0)
@@ -426,9 +426,9 @@ def test_unknown_topic_exits_2_naming_it(episode, tmp_path):
     assert len(lines) == 1 and 'no such topic' in lines[0], lines
     assert 'no such topic in the episode: /nope, /nix (it has ' in lines[0], lines
     # the node the same way; and /clock is no mistake
-    proc = spawn_player(episode.path, log, exclude='/nope')
+    proc = spawn_player(episode.path, log, exclude_topics='/nope')
     assert proc.wait(60) == 2, log.read_text()
     assert '/nope' in log.read_text().strip().splitlines()[-1]
-    proc = spawn_player(episode.path, log, topics='/annotations', exclude='/clock',
+    proc = spawn_player(episode.path, log, topics='/annotations', exclude_topics='/clock',
                         playback_duration=0.1, wait_for_subscribers=0)
     assert proc.wait(60) == 0, log.read_text()

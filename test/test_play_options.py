@@ -18,10 +18,13 @@ from react_ros.options import Option
 from react_ros.play_options import PLAY_OPTIONS, PlayOptions
 
 # What one entry point has and the others do not: which episode, and its own extras.
+# (--disable-keyboard-controls: the node never reads a keyboard)
 CLI_ONLY = {'help', 'episode', 'kind', 'episode_id', 'node_name', 'no_state_publisher',
-            'foxglove', 'foxglove_host'}
+            'foxglove', 'foxglove_host', 'disable_keyboard_controls'}
 DEMO_ONLY = {'help', 'kind', 'dir', 'node_name', 'no_state_publisher', 'foxglove',
-             'foxglove_host'}
+             'foxglove_host', 'disable_keyboard_controls'}
+# ros2 bag refuses these together (one stamp to stop at): a value for the first only
+EXCLUSIVE = {'playback_until_nsec': 'playback_until_sec'}
 NODE_ONLY = {'episode', 'kind', 'episode_id'}
 RCLPY_OWN = {'use_sim_time', 'start_type_description_service'}
 LAUNCH_ONLY = {'episode', 'kind', 'episode_id', 'rviz'}
@@ -42,8 +45,12 @@ def _other(opt: Option) -> Any:
         return not opt.default
     if opt.choices is not None:
         return next(c for c in opt.choices if c != opt.default)
+    if opt.name in EXCLUSIVE:
+        return opt.default
     if opt.type is tuple:
         return ('/a:=/b', '/c:=/d')  # words that are remap rules, too
+    if opt.type is str:
+        return 'x'  # a plain word: a topic regex, too
     if opt.type is float:
         return 0.5 if opt.default != 0.5 else 0.25
     if opt.type is int:
@@ -82,8 +89,7 @@ def node_parameters() -> Iterator[dict[str, Any]]:
 def test_every_option_is_a_flag_with_help(command: str, name: str) -> None:
     opt = next(o for o in PLAY_OPTIONS if o.name == name)
     action = next(a for a in _subparser(command)._actions if a.dest == name)
-    assert opt.flag in action.option_strings
-    assert opt.short is None or opt.short in action.option_strings
+    assert action.option_strings == list(opt.flags)  # ros2 bag's spellings, then aliases
     assert action.help == opt.help and action.help
     assert action.default == opt.default
 
@@ -124,6 +130,8 @@ def test_a_value_set_anywhere_arrives_the_same(umi_episode: Path) -> None:
     argv = ['play', str(umi_episode)]
     for opt in PLAY_OPTIONS:
         value = given[opt.name]
+        if value is None:  # unset (the exclusive pair's second): no flag
+            continue
         if opt.type is bool:
             argv += [opt.flag] if value else []
         else:
@@ -146,8 +154,10 @@ def test_parameters_spell_unset_as_launch_and_node_did() -> None:
 
 def test_parameters_take_what_ros_makes_of_them() -> None:
     # `-p loop:=1` and `-p rate:=2` arrive as integers; one string lists topics
-    read = PlayOptions.read({'loop': 1, 'rate': 2, 'exclude': '/a, /b'}, lambda opt, v: opt.name)
-    assert (read.loop, read.rate, read.exclude) == (True, 2.0, ('/a', '/b'))
+    read = PlayOptions.read({'loop': 1, 'rate': 2, 'exclude_topics': '/a, /b',
+                             'playback_until_nsec': 7}, lambda opt, v: opt.name)
+    assert (read.loop, read.rate, read.exclude_topics, read.playback_until_ns) == \
+        (True, 2.0, ('/a', '/b'), 7)
     from react_ros.node import play_options
     with pytest.raises(ReactRosError, match="parameter 'loop' must be true or false, not 2"):
         play_options({'loop': 2})

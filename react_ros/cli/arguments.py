@@ -68,7 +68,7 @@ def add_option(p: argparse.ArgumentParser | argparse._ArgumentGroup, opt: Option
                hidden: bool = False) -> None:
     """One declared option (a kind's or the player's) as a flag (`hidden`: parsed, not
     listed by --help)."""
-    flags = (opt.short, opt.flag) if opt.short else (opt.flag,)
+    flags = opt.flags
     help_text = argparse.SUPPRESS if hidden else opt.help
     if opt.type is bool:
         action = argparse.BooleanOptionalAction if opt.default else 'store_true'
@@ -116,11 +116,21 @@ def episode_args(p: argparse.ArgumentParser, image_scale: bool = True) -> None:
     kind_option_args(p)
 
 
+# Flags ros2 bag play refuses together: argparse refuses them as it does there.
+EXCLUSIVE = ('playback_until_sec', 'playback_until_nsec')
+
+
 def play_args(p: argparse.ArgumentParser) -> None:
     """The player's options (play_options.py), then what only the CLI has."""
     group = p.add_argument_group('playing')
+    exclusive = group.add_mutually_exclusive_group()
     for opt in PLAY_OPTIONS:
-        add_option(group, opt)
+        add_option(exclusive if opt.name in EXCLUSIVE else group, opt)
+    # the CLI's only: the node never reads a keyboard
+    group.add_argument('--disable-keyboard-controls', action='store_true',
+                       help='do not read the keyboard (space pause/resume, right arrow play '
+                            'the next message, up/down arrow rate +/-0.1); without it they '
+                            'work when stdin is a terminal, and are printed at the start')
     p.add_argument('--node-name', default='react_ros_player', metavar='NAME',
                    help='the player node\'s name; its services are ~/pause, ~/resume, ... '
                         '(default react_ros_player)')

@@ -20,8 +20,8 @@ def add_parsers(sub) -> None:
                    help='the bag folder to write (refused if it exists, unless --overwrite)')
     p.add_argument('--overwrite', action='store_true',
                    help='replace OUTDIR if it is a bag react_ros wrote (nothing else)')
-    add_option(p, BY_NAME['topics'])
-    add_option(p, BY_NAME['exclude'])
+    for name in ('topics', 'regex', 'exclude_topics', 'exclude_regex'):
+        add_option(p, BY_NAME[name])
     bag_args(p)
     p.add_argument('-q', '--quiet', action='store_true',
                    help='print nothing but errors')
@@ -54,19 +54,23 @@ def add_parsers(sub) -> None:
 
 def run_convert(args: argparse.Namespace) -> int:
     from react_ros.sinks.bag import select_streams, write_bag
+    from react_ros.sinks.selection import TopicFilter
     episode = open_given(args)
-    chosen = select_streams(episode.streams, args.topics, args.exclude)
+    wanted = TopicFilter(args.topics, args.exclude_topics, args.regex, args.exclude_regex)
+    chosen = select_streams(episode.streams, wanted, args.images)
     check_images(episode, chosen, args.images, 'among the topics chosen'
-                 if args.topics is not None or args.exclude else 'in the episode')
+                 if wanted.narrows else 'in the episode')
     from react_ros.progress import Counter
     # A log or a pipe gets no progress unless asked: its last line must be the error, if any.
     show = not args.quiet and (args.progress or sys.stderr.isatty())
     progress = Counter('converting') if show else None
     try:
         summary = write_bag(episode, args.output, overwrite=args.overwrite, topics=args.topics,
-                            exclude=args.exclude, progress=progress, inputs=[args.episode],
-                            images=args.images, jpeg_quality=args.jpeg_quality,
-                            compression=args.compression, reencode=not args.no_reencode)
+                            exclude=args.exclude_topics, regex=args.regex,
+                            exclude_regex=args.exclude_regex, progress=progress,
+                            inputs=[args.episode], images=args.images,
+                            jpeg_quality=args.jpeg_quality, compression=args.compression,
+                            reencode=not args.no_reencode)
     finally:
         if progress:
             progress.close()  # ends the progress line, so an error starts on its own

@@ -12,6 +12,7 @@ from react_ros.cli.arguments import episode_args, play_args
 from react_ros.cli.episode import check_images, open_given
 from react_ros.cli.sample import write_sample
 from react_ros.ros.isolation import RANGE_VAR, announce, keep_discovery_local
+from react_ros.sinks.report import shows
 
 DEMO_SECONDS = 10.0
 
@@ -38,7 +39,7 @@ def _play(episode, args: argparse.Namespace, show_rates: bool = False) -> int:
 
 def run_play(args: argparse.Namespace) -> int:
     def opened():
-        episode = open_given(args)
+        episode = open_given(args, warn=shows('warn', args.log_level))
         check_images(episode, episode.streams, args.images)
         return episode
     # opened by the player, once its DDS participant is up (discovery runs meanwhile)
@@ -62,8 +63,10 @@ def run_demo(args: argparse.Namespace) -> int:
     # publisher's process inherits it). `play` keeps ROS 2's default, so an
     # RViz on another machine sees it.
     # The first line: the domain and range, and how a second terminal joins.
-    announce('react-ros demo', f'DDS discovery stays on this machine; set {RANGE_VAR}=SUBNET '
-             'to watch from another one' if keep_discovery_local() else '')
+    local = keep_discovery_local()
+    if shows('info', args.log_level):
+        announce('react-ros demo', f'DDS discovery stays on this machine; set {RANGE_VAR}=SUBNET '
+                 'to watch from another one' if local else '')
     root = args.dir or _cache_dir()
     kind = KINDS[args.kind]
     size = KINDS[args.kind].demo_resolution

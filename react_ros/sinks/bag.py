@@ -36,7 +36,7 @@ from react_ros.ros.msgs import _share_dirs, definition_text, message_class
 from react_ros.ros.serialization import cdr_payload
 from react_ros.sinks.output import check_stop, output_path, staged, stop_requested
 from react_ros.sinks.readahead import Cancelled, ReadAhead, message_bytes, serialised
-from react_ros.sinks.selection import BagSelection, fold_topics
+from react_ros.sinks.selection import BagSelection, TopicFilter, fold_topics
 from react_ros.sinks.selection import select_streams as select_streams
 from react_ros.streams import Event, Stream, merge
 
@@ -82,7 +82,7 @@ def write_bag(episode: Episode, out_dir: str | os.PathLike[str], *, overwrite: b
               progress: Callable[[int, int], None] | None = None,
               compression: str = DEFAULT_COMPRESSION, inputs: Sequence[Path] = (),
               images: str = 'raw', jpeg_quality: int = 95,
-              reencode: bool = True) -> BagSummary:
+              reencode: bool = True, regex: str = '', exclude_regex: str = '') -> BagSummary:
     """Convert every stream of `episode` (robot state too) into a bag at `out_dir`.
 
     Where it may write, and how it never leaves half a bag: sinks/output.py
@@ -94,14 +94,17 @@ def write_bag(episode: Episode, out_dir: str | os.PathLike[str], *, overwrite: b
     CompressedImage the way image_transport does (sinks/image_encoding.py); 'h264' writes
     each video-backed Image stream as CompressedVideo, its packets passed through or
     re-encoded where they cannot be, and with `reencode` False refuses the latter
-    (sinks/compressed_video.py); 'raw' leaves the streams as they are.
+    (sinks/compressed_video.py); 'raw' leaves the streams as they are. `topics`,
+    `exclude`, `regex`, `exclude_regex` choose streams as sinks/selection.py says.
     """
     out = output_path(out_dir, option='-o/--output', inputs=[*inputs, episode.path])
     if compression not in _COMPRESSION:
         raise SinkError(f'{out}: unknown compression {compression!r} '
                         f'(one of {", ".join(_COMPRESSION)})')
     # planned, and refused where it must be, before anything is written
-    selection = BagSelection(episode.streams, topics, exclude, images,
+    wanted = TopicFilter(None if topics is None else tuple(topics), tuple(exclude or ()),
+                         regex, exclude_regex)
+    selection = BagSelection(episode.streams, wanted, images,
                              jpeg_quality=jpeg_quality, reencode=reencode)
     with staged(out, overwrite=overwrite, ours=is_react_ros_bag, noun='react_ros bag') as tmp, \
             selection as streams:

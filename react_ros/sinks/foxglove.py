@@ -32,7 +32,6 @@ protocol has no authentication, and an episode is nobody else's business.
 """
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from typing import Any, Callable
@@ -43,8 +42,10 @@ from react_ros.ros.msgs import definition_text, message_class
 from react_ros.ros.serialization import cdr_payload
 from react_ros.ros.stop_signals import StopSignals
 from react_ros.sinks import timeline as tl
-from react_ros.sinks.keyboard import DOWN, RIGHT, SPACE, UP, Keyboard
+from react_ros.sinks.keyboard import start_keyboard
 from react_ros.sinks.live import MAX_LAG_S, TF_MESSAGE, PlayerSettings, pass_events
+from react_ros.sinks.live import resolved_remap, topic_filter
+from react_ros.sinks.report import Report
 from react_ros.sinks.readahead import Cancelled
 from react_ros.sinks.selection import fold_topics, player_conflict, select_for_play
 from react_ros.streams import Stream
@@ -90,13 +91,17 @@ class FoxgloveServer:
         self.episode = episode
         self.options = opts = options or PlayerSettings()
         check_foxglove_options(opts)
+        self.report = Report(opts.log_level)
         self.streams = _select(episode, opts)
+        # no ROS node here: names resolve as the player node's would (--node-name)
+        self._remap = resolved_remap(opts.remap, opts.node_name)
         try:
             self.timeline = tl.Timeline(
                 episode.start_ns, episode.end_ns, rate=opts.rate,
                 start_offset_s=opts.start_offset_s, playback_duration_s=opts.playback_duration_s,
                 start_paused=opts.start_paused, loop=opts.loop,
-                tick_s=1.0 / opts.clock_hz if opts.clock_hz > 0 else 0.1)
+                tick_s=1.0 / opts.clock_hz if opts.clock_hz > 0 else 0.1,
+                until_ns=opts.playback_until_ns)
         except ValueError as err:
             raise ReactRosError(f'{episode.path}: {err}') from None
         self._lock = threading.Lock()
@@ -135,7 +140,7 @@ class FoxgloveServer:
                 raise ReactRosError(f'{topic}: no message definition for {msg_type}: {err}') \
                     from None
             channels[topic] = fox.Channel(
-                self.options.remap.get(topic, topic), message_encoding='cdr',
+                self._remap.get(topic, topic), message_encoding='cdr',
                 schema=fox.Schema(name=msg_type, encoding='ros2msg', data=schema),
                 context=self._context)
             self.counts[topic] = 0
@@ -143,7 +148,7 @@ class FoxgloveServer:
                 self._latched[topic] = b''
                 if msg_type == TF_MESSAGE:
                     self._latched_tf[topic] = {}
-        self._by_out_topic = {self.options.remap.get(t, t): t for t in topics}
+        self._by_out_topic = {self._remap.get(t, t): t for t in topics}
         return channels
 
     @property
@@ -208,11 +213,7 @@ class FoxgloveServer:
         # as the DDS player: the first SIGINT/SIGTERM stops, the same Ctrl-C delivered twice
         # is one stop, a later one ends the process at once (stop_signals.py)
         restore = StopSignals('react-ros play', self.stop).restore
-        keyboard = None
-        if self.options.keyboard and Keyboard.available():
-            t = self.timeline
-            keyboard = Keyboard({SPACE: t.toggle_paused, RIGHT: lambda: t.play_next(1, wait=None),
-                                 UP: lambda: t.step_rate(+0.1), DOWN: lambda: t.step_rate(-0.1)})
+        keyboard = start_keyboard(self.options.keyboard, self.timeline, self.report.info)
         try:
             self._wait_for_client()
             self._serve()
@@ -227,8 +228,7 @@ class FoxgloveServer:
 
     def _say(self, text: str) -> None:
         if not self.options.quiet:
-            sys.stderr.write(f'react-ros play: {text}\n')
-            sys.stderr.flush()
+            self.report.info(f'react-ros play: {text}')
 
     def _wait_for_client(self) -> None:
         """Hold the timeline at its first stamp until a client subscribes, at most the bound."""
@@ -330,8 +330,8 @@ def _listener(owner: FoxgloveServer) -> Any:
 
 def _select(episode: Episode, opts: PlayerSettings) -> list[Stream]:
     """The streams to serve: robot state included (no robot_state_publisher runs here)."""
-    return select_for_play(episode.path, episode.streams, opts.topics, opts.exclude,
-                           robot_state=True)
+    return select_for_play(episode.path, episode.streams, topic_filter(opts),
+                           robot_state=True, node=opts.node_name)
 
 
 def serve_episode(episode: Episode | Callable[[], Episode], options: PlayerSettings, *,
@@ -342,7 +342,8 @@ def serve_episode(episode: Episode | Callable[[], Episode], options: PlayerSetti
     from react_ros.sinks.compressed_video import episode_with_images
     if callable(episode):
         episode = episode()
-    episode = episode_with_images(episode, images, reencode=reencode)
+    episode = episode_with_images(episode, images, reencode=reencode,
+                                  notes=Report(options.log_level).info)
     server = FoxgloveServer(episode, options, host=host, port=port)
     wait = options.wait_for_subscribers_s
     server._say(f'serving {episode.path} on {server.url} for Foxglove (Open connection > '

@@ -102,6 +102,13 @@ def _first_encoding(stream: Stream) -> str | None:
             close()
 
 
+def transport_of(stream: Stream, mode: str) -> str:
+    """The topic suffix `mode` ('jpeg', 'png') gives the Image `stream`, as ImageEncoder
+    decides it (by the first image's encoding)."""
+    encoding = _first_encoding(stream) if stream.count != 0 else None
+    return plan_for(encoding or 'rgb8', mode, stream.labels).transport
+
+
 # What a compressed frame weighs against its raw frame, for read-ahead budgets only.
 _RATIO = {'jpeg': 10, 'png': 2, 'tiff': 2}
 
@@ -137,9 +144,8 @@ class ImageEncoder:
         return [self.stream(s) if s.msg_type == IMAGE else s for s in streams]
 
     def stream(self, stream: Stream) -> Stream:
-        labels = stream.labels
         encoding = _first_encoding(stream) if stream.count != 0 else None
-        plan = plan_for(encoding or 'rgb8', self.mode, labels)
+        plan = plan_for(encoding or 'rgb8', self.mode, stream.labels)
         opener = stream.open_from
 
         def open_() -> Iterator[tuple[int, Any]]:

@@ -17,6 +17,32 @@ UP = b'\x1b[A'
 DOWN = b'\x1b[B'
 
 
+# What each key does, worded as rosbag2's player announces its keys.
+CONTROLS = (('SPACE', 'Pause/Resume'), ('CURSOR_RIGHT', 'Play Next Message'),
+            ('CURSOR_UP', 'Increase Rate 10%'), ('CURSOR_DOWN', 'Decrease Rate 10%'))
+
+
+def controls_text() -> str:
+    """The block printed once at the start: one `Press KEY for ACTION` line per key."""
+    return '\n'.join(f'Press {key} for {action}' for key, action in CONTROLS)
+
+
+def player_keys(timeline) -> dict[bytes, Callable[[], None]]:
+    """The keys bound to a player's timeline (sinks/timeline.py), as rosbag2 binds them."""
+    return {SPACE: timeline.toggle_paused,
+            RIGHT: lambda: timeline.play_next(1, wait=None),
+            UP: lambda: timeline.step_rate(+0.1), DOWN: lambda: timeline.step_rate(-0.1)}
+
+
+def start_keyboard(enabled: bool, timeline, say: Callable[[str], None]) -> Keyboard | None:
+    """A Keyboard on `timeline` when `enabled` and stdin is this process's terminal (not with
+    --disable-keyboard-controls, not under a launcher or a pipe); `say` gets the keys once."""
+    if not (enabled and Keyboard.available()):
+        return None
+    say(controls_text())
+    return Keyboard(player_keys(timeline))
+
+
 class Keyboard:
     """Reads keys on a thread in cbreak mode; the terminal is restored by `stop()`."""
 

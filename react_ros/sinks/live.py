@@ -69,13 +69,16 @@ from react_ros.errors import ReactRosError
 from react_ros.progress import Progress
 from react_ros.ros import qos
 from react_ros.ros.msgs import message_class, stamp
+from react_ros.ros.names import resolve_topic
 from react_ros.ros.stop_signals import StopSignals
 from react_ros.sinks import discovery
 from react_ros.sinks.flow import POLL_S, AckWindow
 from react_ros.sinks import timeline as tl
-from react_ros.sinks.keyboard import DOWN, RIGHT, SPACE, UP, Keyboard
+from react_ros.sinks.keyboard import start_keyboard
+from react_ros.sinks.report import Report, ros_severity
 from react_ros.sinks.readahead import Cancelled, ReadAhead, serialised
-from react_ros.sinks.selection import fold_topics, player_conflict, select_for_play
+from react_ros.sinks.selection import TopicFilter, fold_topics, player_conflict
+from react_ros.sinks.selection import select_for_play
 from react_ros.sinks.services import make_services
 from react_ros.streams import Event, Stream, merge
 
@@ -94,10 +97,18 @@ class PlayerSettings:
     start_offset_s: float = 0.0
     playback_duration_s: float | None = None  # dataset seconds per pass; None = to the end
     start_paused: bool = False
+    # stop after the messages stamped at or before this (ros2 bag's --playback-until-*);
+    # with playback_duration_s, the later of the two ends a pass
+    playback_until_ns: int | None = None
     clock_hz: float = 100.0  # 0 disables /clock
-    topics: Sequence[str] | None = None  # data topics to play (None = all)
-    exclude: Sequence[str] = ()
+    # which topics (sinks/selection.py): None = all; relative names as ROS resolves them
+    topics: Sequence[str] | None = None
+    exclude_topics: Sequence[str] = ()
+    regex: str = ''  # whole-name match, as rosbag2's
+    exclude_regex: str = ''
     remap: Mapping[str, str] = field(default_factory=dict)
+    # what react_ros prints on stderr besides errors, and the player node's logger level
+    log_level: str = 'info'
     node_name: str = 'react_ros_player'
     quiet: bool = False
     keyboard: bool = True
@@ -109,7 +120,7 @@ class PlayerSettings:
     # (/robot_description, /tf_static of fixed joints, /tf of movable joints);
     # by default a (real or drop-in) robot_state_publisher does that.
     publish_robot_state: bool = False
-    delay_s: float = 0.0  # wait before playing, like `ros2 bag play --delay`
+    delay_s: float = 0.0  # wait before playing and before each loop, as `ros2 bag play -d`
     # Before the timeline starts: wait at most this long for DDS discovery to
     # settle (discovery.py), so subscribers that already run get the first
     # message; 0 = start at once.
@@ -174,11 +185,16 @@ class Player:
         self.options = opts = options or PlayerSettings()
         _check_options(opts)
         check_playable(episode, opts)
-        self.streams = self._select(episode.streams)
+        self.report = Report(opts.log_level)
+        # names resolve as the node publishing them does (its name, in the root namespace)
+        name = node.get_name() if node is not None else opts.node_name
+        self.streams = self._select(episode.streams, name)
+        self._remap = resolved_remap(opts.remap, name)
         self.timeline = tl.Timeline(
             episode.start_ns, episode.end_ns, rate=opts.rate, start_offset_s=opts.start_offset_s,
             playback_duration_s=opts.playback_duration_s, start_paused=opts.start_paused,
-            loop=opts.loop, tick_s=1.0 / opts.clock_hz if opts.clock_hz > 0 else 0.1)
+            loop=opts.loop, tick_s=1.0 / opts.clock_hz if opts.clock_hz > 0 else 0.1,
+            until_ns=opts.playback_until_ns)
 
         self._born = time.monotonic() if since is None else since
         self._own_context = node is None and context is None
@@ -192,6 +208,7 @@ class Player:
             if self._own_context:
                 rclpy.try_shutdown(context=context)
             raise
+        self.node.get_logger().set_level(ros_severity(opts.log_level))
 
         self._last_progress = 0.0
         self._last_on_stats = 0.0
@@ -228,13 +245,14 @@ class Player:
 
     # --- setup -------------------------------------------------------------
 
-    def _select(self, streams: Sequence[Stream]) -> list[Stream]:
+    def _select(self, streams: Sequence[Stream], node: str) -> list[Stream]:
         opts = self.options
-        return select_for_play(self.episode.path, streams, opts.topics, opts.exclude,
-                               robot_state=opts.publish_robot_state)
+        chosen = select_for_play(self.episode.path, streams, topic_filter(opts),
+                                 robot_state=opts.publish_robot_state, node=node)
+        return chosen
 
     def _out_topic(self, topic: str) -> str:
-        return self.options.remap.get(topic, topic)
+        return self._remap.get(topic, topic)
 
     def _make_publishers(self) -> None:
         for topic, t in fold_topics(self.streams, player_conflict(self.episode.path)).items():
@@ -321,15 +339,11 @@ class Player:
         spinner = threading.Thread(target=self._spin, args=(executor,), daemon=True,
                                    name='player services')
         spinner.start()
-        keyboard = None
-        if self.options.keyboard and Keyboard.available():
-            t = self.timeline
-            keyboard = Keyboard({SPACE: t.toggle_paused, RIGHT: lambda: t.play_next(1, wait=None),
-                                 UP: lambda: t.step_rate(+0.1), DOWN: lambda: t.step_rate(-0.1)})
+        self.node.get_logger().debug(
+            'playing ' + ', '.join(sorted({self._out_topic(s.topic) for s in self.streams})))
+        keyboard = start_keyboard(self.options.keyboard, self.timeline, self.report.info)
         flushed = False
         try:
-            if self.options.delay_s > 0:
-                self.timeline.sleep(self.options.delay_s)
             self._play()
             if not self.timeline.stopped:  # the end: the services still answer meanwhile
                 self._flush()
@@ -374,8 +388,13 @@ class Player:
 
     def _play(self) -> None:
         start: int | None = self.timeline.first_ns
+        from_start = True  # the first pass, or a loop's: ros2 bag's --delay comes first
         while start is not None and not self.timeline.stopped:
-            start = self.timeline.next_pass(self._play_pass(start))
+            if from_start and self.options.delay_s > 0:
+                self.timeline.sleep(self.options.delay_s)
+            outcome = self._play_pass(start)
+            start = self.timeline.next_pass(outcome)
+            from_start = outcome == tl.END
 
     def _before_first(self, from_ns: int) -> None:
         if not self._settled:  # while the video readers open and decode ahead
@@ -509,8 +528,8 @@ class Player:
                                           born=self._born,
                                           on_poll=hold_clock, sleep=self.timeline.sleep)
         if self.discovery.unmatched and not self.timeline.stopped:
-            sys.stderr.write(f'warning: after {bound:g} s, not every subscription is matched '
-                             f'yet on {", ".join(self.discovery.unmatched)}; playing anyway\n')
+            self.report.warn(f'warning: after {bound:g} s, not every subscription is matched '
+                             f'yet on {", ".join(self.discovery.unmatched)}; playing anyway')
 
     def _flush(self) -> None:
         """Wait, bounded, until reliable subscribers acknowledged what was published.
@@ -532,8 +551,8 @@ class Player:
             except Exception:  # an rmw without acknowledgements: nothing to wait for
                 pass
         if late:
-            sys.stderr.write(f'warning: not acknowledged by every reliable subscriber '
-                             f'within {bound:g} s: {", ".join(late)}\n')
+            self.report.warn(f'warning: not acknowledged by every reliable subscriber '
+                             f'within {bound:g} s: {", ".join(late)}')
 
     # --- progress --------------------------------------------------------------
 
@@ -549,20 +568,20 @@ class Player:
                 f'real-time factor {pace:.2f} (rate {stats.rate:g})')
         if stats.waited_s >= 0.01:
             line += f', {stats.waited_s:.2f} s of it waiting for subscribers to keep up'
-        sys.stderr.write(line + '\n')
+        self.report.info(line)
 
     def _report_drops(self) -> None:
         stats = self.stats()
         failed = {t: n for t, n in stats.topics.items() if n.failed}
         if failed:  # even when quiet: the user should know data did not go out
             detail = ', '.join(f'{t} {s.failed}' for t, s in failed.items())
-            sys.stderr.write(f'warning: publish failed for {detail} message(s)\n')
+            self.report.warn(f'warning: publish failed for {detail} message(s)')
         if stats.dropped:  # asked for (drop_late_s), but the count is the user's to know
             detail = ', '.join(f'{self._out_topic(t)} {s.dropped}'
                                for t, s in stats.topics.items() if s.dropped)
             total = stats.dropped + stats.published
-            sys.stderr.write(f'dropped {stats.dropped} of {total} messages to keep real time '
-                             f'(--drop-late {self.options.drop_late_s:g} s): {detail}\n')
+            self.report.warn(f'dropped {stats.dropped} of {total} messages to keep real time '
+                             f'(--drop-late {self.options.drop_late_s:g} s): {detail}')
 
     def _progress(self, force: bool = False, final: bool = False) -> None:
         now = time.monotonic()
@@ -682,10 +701,23 @@ def _skip_to(stream: Stream, from_ns: int) -> Iterator[tuple[int, Any]]:
         yield from_ns, last
 
 
+def topic_filter(opts: PlayerSettings) -> TopicFilter:
+    return TopicFilter(opts.topics, opts.exclude_topics, opts.regex, opts.exclude_regex)
+
+
+def resolved_remap(remap: Mapping[str, str], node: str) -> dict[str, str]:
+    """FROM:=TO rules with both names resolved as the node `node` resolves them."""
+    out = {}
+    for src, dst in remap.items():
+        out[resolve_topic(src, node, flag='--remap')] = resolve_topic(dst, node, flag='--remap')
+    return out
+
+
 def check_playable(episode: Episode, opts: PlayerSettings) -> None:
-    """Refuse a start offset at or past the episode's end, or a duration that plays nothing."""
+    """Refuse a start offset at or past the episode's end, a duration that plays nothing,
+    or a --playback-until stamp before the start."""
     problem = tl.nothing_to_play(episode.start_ns, episode.end_ns, opts.start_offset_s,
-                                 opts.playback_duration_s)
+                                 opts.playback_duration_s, opts.playback_until_ns)
     if problem is not None:
         raise ReactRosError(f'{episode.path}: {problem}')
 
@@ -705,9 +737,6 @@ def _check_options(opts: PlayerSettings) -> None:
     if opts.drop_late_s is not None and not (opts.drop_late_s >= 0
                                              and math.isfinite(opts.drop_late_s)):
         raise ReactRosError(f'--drop-late must be a number of seconds >= 0, not {opts.drop_late_s}')
-    for src, dst in opts.remap.items():
-        if not src.startswith('/') or not dst.startswith('/'):
-            raise ReactRosError(f'--remap {src}:={dst}: both topics must be absolute')
 
 
 __all__ = ['PlayerSettings', 'PlaybackStats', 'Player', 'TopicStats', 'check_playable',

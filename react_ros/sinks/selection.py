@@ -1,65 +1,177 @@
 """Which streams a sink takes, under which topic names, and each topic folded from its streams.
 
 Every sink (the bag writer, the DDS player, the Foxglove server) takes the same steps:
-1. --topics / --exclude name the episode's own topics; a name it lacks is a typo, never
-   a wish for nothing, and is refused.
+1. --topics / --exclude-topics name the episode's own topics, resolved as ROS resolves
+   names (`left/image_raw` is /left/image_raw; ros/names.py); a name it lacks is a typo,
+   never a wish for nothing, and is refused. -e/--regex and -x/--exclude-regex match
+   whole names (as rosbag2's std::regex_match). As `ros2 bag play` filters: an excluded
+   topic (by name or regex) is never played; else, with --topics or --regex, a topic is
+   played when it is listed or matches.
 2. --images turns Image streams into what image_transport or Foxglove carries, under
    their names (`.../image_raw/compressed`, `.../compressedDepth`, `.../compressed_video`).
 3. Streams that share a topic (/tf from the data and from the robot state) become one
    topic: one bag channel, one publisher. Two message types on one topic are refused.
 What differs between the sinks (a bag keeps robot state, the DDS player leaves it to
 robot_state_publisher; how a refusal reads) is said by the caller's arguments.
+
+One vocabulary: a stream is named by the topic it is published (or written) under, what
+`ros2 topic list` and `ros2 bag info` show (`/x/image_raw/compressed_video` with
+--images h264), and, as well, by its source Image topic (`/x/image_raw`). Players select
+after --images (they see published names), convert before it (it sees source names,
+and works out the published one: `_Names`), so both take both.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
 from react_ros.errors import ReactRosError, SinkError
+from react_ros.ros.names import PLAYER_NODE, resolve_topics
+from react_ros.sinks.compressed_video import COMPRESSED_VIDEO
 from react_ros.sinks.compressed_video import MODE as VIDEO_MODE
+from react_ros.sinks.compressed_video import TRANSPORT as VIDEO_TRANSPORT
 from react_ros.sinks.compressed_video import compressed_video_streams
-from react_ros.sinks.image_encoding import ImageEncoder
+from react_ros.sinks.image_encoding import COMPRESSED_IMAGE, IMAGE, ImageEncoder, transport_of
 from react_ros.streams import Role, Stream
 
-# A player's own topic: naming it in --topics/--exclude is no mistake.
+# A player's own topic: naming it in --topics/--exclude-topics is no mistake.
 CLOCK = '/clock'
+# the topic suffix each encoded type is published under (image_transport's, Foxglove's)
+_TRANSPORTS = {COMPRESSED_VIDEO: (VIDEO_TRANSPORT,),
+               COMPRESSED_IMAGE: ('compressed', 'compressedDepth')}
 
 
-def _unknown(streams: Sequence[Stream], names: Sequence[str], also: Sequence[str] = ()
-             ) -> tuple[list[str], set[str]]:
-    known = {s.topic for s in streams} | set(also)
-    return [t for t in names if t not in known], known
+@dataclass(frozen=True)
+class TopicFilter:
+    """What the user asked for: --topics (None: all), --exclude-topics, -e, -x."""
+
+    topics: Sequence[str] | None = None
+    exclude_topics: Sequence[str] = ()
+    regex: str = ''
+    exclude_regex: str = ''
+
+    @property
+    def narrows(self) -> bool:
+        return bool(self.topics is not None or self.exclude_topics or self.regex
+                    or self.exclude_regex)
+
+    def resolved(self, node: str | None) -> TopicFilter:
+        """The names made absolute as the node `node` (None: convert, no node) resolves them."""
+        return TopicFilter(resolve_topics(self.topics, node, flag='--topics'),
+                           resolve_topics(self.exclude_topics, node, flag='--exclude-topics')
+                           or (), self.regex, self.exclude_regex)
 
 
-def select_streams(streams: Sequence[Stream], topics: Sequence[str] | None,
-                   exclude: Sequence[str] | None) -> list[Stream]:
-    """The streams on `topics` (all when None) minus those on `exclude`; unknown names fail
-    (SinkError naming the flag): what `convert` writes, robot state included."""
-    exclude = exclude or ()
-    for flag, named in (('--topics', topics or ()), ('--exclude', exclude)):
-        unknown, known = _unknown(streams, named)
-        if unknown:
-            raise SinkError(f'{flag}: no such topic in the episode: {", ".join(unknown)} '
-                            f'(it has {", ".join(sorted(known))})')
-    return [s for s in streams
-            if (topics is None or s.topic in topics) and s.topic not in exclude]
+def check_regex(text: str) -> str | None:
+    """Why `text` is no regular expression, or None."""
+    try:
+        re.compile(text)
+    except re.error as err:
+        return f'not a regular expression: {err}'
+    return None
 
 
-def select_for_play(episode_path: Path, streams: Sequence[Stream],
-                    topics: Sequence[str] | None, exclude: Sequence[str], *,
-                    robot_state: bool) -> list[Stream]:
-    """What a player plays: `topics` (all when None) less `exclude`, and the Role.ROBOT_STATE
-    streams only with `robot_state`; an unknown name, or flags that leave nothing, fail."""
-    unknown, known = _unknown(streams, [*(topics or ()), *exclude], also=[CLOCK])
-    if unknown:
-        raise ReactRosError(f'{episode_path}: no such topic in the episode: '
-                            f'{", ".join(unknown)} (it has {", ".join(sorted(known))})')
-    chosen = [s for s in streams
-              if (robot_state or s.role is not Role.ROBOT_STATE)
-              and (topics is None or s.topic in topics) and s.topic not in exclude]
-    if streams and not chosen and (topics is not None or exclude):
-        raise ReactRosError(f'{episode_path}: --topics/--exclude leave no topic to play')
+@dataclass
+class _Names:
+    """Every name of one stream: its topic, and the other half of the vocabulary.
+
+    `images`: the --images mode when the streams are the source ones (convert selects
+    before encoding); None when they are already as published (the players).
+    """
+
+    stream: Stream
+    images: str | None
+    _all: tuple[str, ...] | None = field(default=None, init=False)
+
+    @property
+    def published(self) -> str:
+        return self.all[0]
+
+    @property
+    def all(self) -> tuple[str, ...]:
+        if self._all is None:
+            self._all = self._names()
+        return self._all
+
+    def _names(self) -> tuple[str, ...]:
+        s = self.stream
+        if self.images is None:  # as published: an encoded image is also its source's name
+            for suffix in _TRANSPORTS.get(s.msg_type, ()):
+                if s.topic.endswith('/' + suffix):
+                    return s.topic, s.topic[:-len(suffix) - 1]
+            return (s.topic,)
+        if s.msg_type != IMAGE or self.images == 'raw':
+            return (s.topic,)
+        if self.images == VIDEO_MODE:  # only an Image backed by a video becomes one
+            return (f'{s.topic}/{VIDEO_TRANSPORT}', s.topic) if s.video is not None \
+                else (s.topic,)
+        # jpeg, png: compressed or compressedDepth, as the first image's encoding says
+        return f'{s.topic}/{transport_of(s, self.images)}', s.topic
+
+
+def _chosen(names: list[_Names], given: Sequence[str], also: Sequence[str]
+            ) -> tuple[set[int], list[str]]:
+    """Indices of the streams `given` names (an exact topic first, else the other name),
+    and the names that are no topic of these streams nor in `also`."""
+    out: set[int] = set()
+    unknown = []
+    for name in given:
+        exact = {i for i, n in enumerate(names) if n.stream.topic == name}
+        hits = exact or {i for i, n in enumerate(names) if name in n.all}
+        if not hits and name not in also:
+            unknown.append(name)
+        out |= hits
+    return out, unknown
+
+
+def _filtered(streams: Sequence[Stream], wanted: TopicFilter, images: str | None,
+              no_such: Callable[[str], Exception], also: Sequence[str] = ()) -> list[Stream]:
+    names = [_Names(s, images) for s in streams]
+    listed, unknown_listed = _chosen(names, wanted.topics or (), also)
+    excluded, unknown_excluded = _chosen(names, wanted.exclude_topics, also)
+    if unknown_listed or unknown_excluded:
+        flags = [f for f, u in (('--topics', unknown_listed),
+                                ('--exclude-topics', unknown_excluded)) if u]
+        known = sorted({n.published for n in names} | set(also))
+        raise no_such(f'{"/".join(flags)}: no such topic in the episode: '
+                      f'{", ".join(unknown_listed + unknown_excluded)} '
+                      f'(it has {", ".join(known)})')
+
+    def matches(pattern: str, n: _Names) -> bool:
+        return any(re.fullmatch(pattern, name) for name in n.all)
+    include = wanted.topics is not None or bool(wanted.regex)
+    out = []
+    for i, n in enumerate(names):
+        if i in excluded or (wanted.exclude_regex and matches(wanted.exclude_regex, n)):
+            continue
+        if include and i not in listed and not (wanted.regex and matches(wanted.regex, n)):
+            continue
+        out.append(n.stream)
+    return out
+
+
+def select_streams(streams: Sequence[Stream], wanted: TopicFilter,
+                   images: str = 'raw') -> list[Stream]:
+    """What `convert` writes, robot state included: `streams` are the source ones, named
+    as well by what `images` will publish them as; unknown names fail (SinkError naming
+    the flag). Relative names are resolved from the root namespace; `~` is refused."""
+    return _filtered(streams, wanted.resolved(None), images, SinkError)
+
+
+def select_for_play(episode_path: Path, streams: Sequence[Stream], wanted: TopicFilter, *,
+                    robot_state: bool, node: str = PLAYER_NODE) -> list[Stream]:
+    """What a player plays of `streams` (as published): `wanted`, names resolved as the
+    node `node` (in the root namespace) resolves them, and the Role.ROBOT_STATE streams
+    only with `robot_state`; an unknown name, or a filter that leaves nothing, fail."""
+    def no_such(text: str) -> Exception:
+        return ReactRosError(f'{episode_path}: {text}')
+    chosen = [s for s in _filtered(streams, wanted.resolved(node), None, no_such, [CLOCK])
+              if robot_state or s.role is not Role.ROBOT_STATE]
+    if streams and not chosen and wanted.narrows:
+        raise ReactRosError(f'{episode_path}: --topics/--exclude-topics/--regex/'
+                            '--exclude-regex leave no topic to play')
     return chosen
 
 
@@ -71,11 +183,9 @@ class BagSelection:
     write: inside it the streams are valid to open (the image encoder's pool lives there).
     """
 
-    def __init__(self, streams: Sequence[Stream], topics: Sequence[str] | None,
-                 exclude: Sequence[str] | None, images: str = 'raw', *,
+    def __init__(self, streams: Sequence[Stream], wanted: TopicFilter, images: str = 'raw', *,
                  jpeg_quality: int = 95, reencode: bool = True) -> None:
-        # --topics/--exclude name the episode's own topics, the Image topics included.
-        chosen = select_streams(streams, topics, exclude)
+        chosen = select_streams(streams, wanted, images)
         if images == VIDEO_MODE:  # planned, and refused, here
             chosen = compressed_video_streams(chosen, reencode=reencode)
         self._chosen = chosen
@@ -126,5 +236,5 @@ def player_conflict(episode_path: Path) -> Callable[[str, str, str], Exception]:
     return conflict
 
 
-__all__ = ['CLOCK', 'BagSelection', 'Topic', 'fold_topics', 'player_conflict',
+__all__ = ['CLOCK', 'BagSelection', 'Topic', 'TopicFilter', 'check_regex', 'fold_topics', 'player_conflict',
            'select_for_play', 'select_streams']

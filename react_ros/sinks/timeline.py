@@ -30,18 +30,31 @@ END = 'end'  # past the last message or the playback duration
 
 
 def nothing_to_play(t0: int, t_end: int, start_offset_s: float,
-                    playback_duration_s: float | None) -> str | None:
-    """Why a start offset and playback duration play nothing of [t0, t_end]; None: they play.
+                    playback_duration_s: float | None,
+                    until_ns: int | None = None) -> str | None:
+    """Why a start offset, playback duration and until-stamp play nothing of [t0, t_end];
+    None: they play.
 
-    An offset at or past the end (of an episode longer than an instant) and a
-    duration of 0 or less are mistakes to refuse, not a run that plays nothing.
+    An offset at or past the end (of an episode longer than an instant), a
+    duration of 0 or less and a stamp to play until before the first one played
+    are mistakes to refuse, not a run that plays nothing.
     """
     if playback_duration_s is not None and not playback_duration_s > 0:
         return f'a playback duration of {playback_duration_s:g} s plays nothing'
     if start_offset_s > 0 and t0 + int(start_offset_s * 1e9) >= t_end:
         return (f'start offset {start_offset_s:g} s is at or past the end of the episode '
                 f'({(t_end - t0) / 1e9:.3f} s long): nothing to play')
+    first = min(t_end, t0 + int(start_offset_s * 1e9))
+    if until_ns is not None and until_ns < first:
+        return (f'--playback-until {_seconds(until_ns)} s is before the start of playback, '
+                f'the stamp {_seconds(first)} s: nothing to play')
     return None
+
+
+def _seconds(ns: int) -> str:
+    """A stamp in seconds, every nanosecond digit exact (a float has not enough)."""
+    sign = '-' if ns < 0 else ''
+    return f'{sign}{abs(ns) // 10**9}.{abs(ns) % 10**9:09d}'
 
 
 class Poll(NamedTuple):
@@ -63,23 +76,29 @@ class Timeline:
     """Dataset time [t0, t_end] played from `first_ns` to `limit_ns`, optionally in a loop.
 
     `tick_s` is the /clock period: `poll` asks for a tick on a fixed grid of it.
+    `until_ns`: a pass ends after the messages stamped at or before it (ros2 bag's
+    --playback-until-*).
     A start offset or duration that plays nothing (nothing_to_play) is a ValueError.
     """
 
     def __init__(self, t0: int, t_end: int, *, rate: float = 1.0, start_offset_s: float = 0.0,
                  playback_duration_s: float | None = None, start_paused: bool = False,
                  loop: bool = False, tick_s: float = 0.01,
-                 now: Callable[[], float] = time.monotonic) -> None:
+                 now: Callable[[], float] = time.monotonic,
+                 until_ns: int | None = None) -> None:
         if not (rate > 0 and math.isfinite(rate)):
             raise ValueError(f'rate must be a positive number, not {rate}')
-        problem = nothing_to_play(t0, t_end, start_offset_s, playback_duration_s)
+        problem = nothing_to_play(t0, t_end, start_offset_s, playback_duration_s, until_ns)
         if problem is not None:
             raise ValueError(problem)
         self.t0 = t0
         self.t_end = t_end
         self.first_ns = min(t_end, t0 + int(start_offset_s * 1e9))
-        self.limit_ns = t_end if playback_duration_s is None else \
-            min(t_end, self.first_ns + int(playback_duration_s * 1e9))
+        # As rosbag2: with a duration and an until-stamp both, the later end wins.
+        ends = ([] if playback_duration_s is None
+                else [self.first_ns + int(playback_duration_s * 1e9)]) + \
+            ([] if until_ns is None else [until_ns])
+        self.limit_ns = min(t_end, max(ends)) if ends else t_end
         self.loop = loop
         self.tick_s = tick_s
         self._clock = now
