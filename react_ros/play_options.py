@@ -78,12 +78,14 @@ class PlayOptions:
     topics: tuple[str, ...] | None = option(
         None, 'only these topics (default: all)' + TOPIC_NAMES, metavar='T')
     regex: str = option('', 'only topics whose whole name matches this regular expression '
-                        '(with --topics: those listed and those matching)', short='-e',
+                        '(with --topics: those listed and those matching; default: none)',
+                        short='-e',
                         metavar='REGEX', check=_regex)
     exclude_topics: tuple[str, ...] = option((), 'not these topics (named as --topics)',
                                              metavar='T', aliases=('--exclude',))
     exclude_regex: str = option('', 'not the topics whose whole name matches this regular '
-                                'expression', short='-x', metavar='REGEX', check=_regex)
+                                'expression (default: none)', short='-x', metavar='REGEX',
+                                check=_regex)
     remap: tuple[str, ...] = option((), 'publish topic FROM as TO (names resolved as '
                                     '--topics\'s)', short='-m', metavar='FROM:=TO',
                                     check=_remap_rules)
