@@ -129,7 +129,8 @@ def test_not_run_markers_stand_above_command_blocks() -> None:
             below = next((k for k in range(n + 1, len(lines) + 1) if lines[k - 1].strip()), None)
             block = fences.get(below) if below else None
             if block is None or block.fence not in COMMAND_FENCES:
-                stray.append(f'{page.relative_to(ROOT)}:{n}: "not run" marker above no command block')
+                stray.append(f'{page.relative_to(ROOT)}:{n}: '
+                             '"not run" marker above no command block')
     assert not stray, '\n'.join(stray)
 
 
