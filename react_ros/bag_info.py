@@ -13,9 +13,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from react_ros.formats.rosbag2 import Rosbag2, Topic
+from react_ros.info import SCHEMA_VERSION, image_text, median_rate, message_facts, qos_facts
 from react_ros.ros.msgs import message_class
 
 TF_TOPICS = ('/tf', '/tf_static')
@@ -46,29 +45,16 @@ def bag_facts(path: Path | str) -> dict[str, Any]:
 def _topic_facts(topic: Topic, stamps: list[int], data: bytes | None) -> dict[str, Any]:
     facts: dict[str, Any] = {'name': topic.name, 'type': topic.type, 'count': topic.count,
                              'serialization': topic.serialization_format,
-                             'qos': topic.qos_summary(), 'latched': topic.latched,
-                             'rate_hz': _median_rate(stamps), 'frame_id': None}
+                             'qos': topic.qos_summary(), 'offered': topic.qos,
+                             'latched': topic.latched,
+                             'rate_hz': median_rate(stamps), 'frame_id': None}
     if data is not None and topic.serialization_format == 'cdr':
-        msg = _deserialize(data, topic.type)
-        header = getattr(msg, 'header', None)
-        if header is not None:
-            facts['frame_id'] = header.frame_id
-        if topic.type == 'sensor_msgs/msg/Image':
-            facts['image'] = f'{msg.width}x{msg.height} {msg.encoding}'
-        elif topic.type == 'sensor_msgs/msg/CompressedImage':
-            facts['image'] = msg.format
-        elif topic.type == 'foxglove_msgs/msg/CompressedVideo':
-            facts['frame_id'] = msg.frame_id
-            facts['image'] = msg.format
+        frame_id, image = message_facts(_deserialize(data, topic.type), topic.type)
+        facts['frame_id'] = None if topic.type == TF_TYPE else frame_id
+        if image is not None:
+            facts['image'] = image_text(image)
+            facts['image_facts'] = image
     return facts
-
-
-def _median_rate(stamps: list[int]) -> float | None:
-    if len(stamps) < 2:
-        return None
-    dt = np.diff(np.asarray(stamps, dtype=np.int64))
-    dt = dt[dt > 0]
-    return float(1e9 / np.median(dt)) if len(dt) else None
 
 
 def _deserialize(data: bytes, msg_type: str) -> Any:
@@ -84,6 +70,36 @@ def _tf_edges(data: bytes) -> list[tuple[str, str]]:
     if msg is None:
         return []
     return [(ts.header.frame_id, ts.child_frame_id) for ts in msg.transforms]
+
+
+def bag_document(path: Path | str) -> dict[str, Any]:
+    """`info --json BAG`: the bag in the schema of an episode's document (kind rosbag2)."""
+    f = bag_facts(path)
+    streams = [{'topic': t['name'], 'type': t['type'], 'count': t['count'],
+                'rate_hz': None if t['latched'] else t['rate_hz'], 'frame_id': t['frame_id'],
+                'image': t.get('image_facts'), 'qos': _first_qos(t['offered']),
+                'latched': t['latched'], 'role': 'recorded', 'video': None}
+               for t in f['topics']]
+    static = set(f['tf_static'])
+    return {'schema_version': SCHEMA_VERSION, 'kind': 'rosbag2', 'path': f['path'],
+            'start_ns': f['start_ns'], 'end_ns': f['end_ns'], 'duration_s': f['duration_s'],
+            'messages': f['messages'], 'streams': streams,
+            'tf_tree': [{'parent': p, 'child': c, 'static': c in static}
+                        for c, p in sorted(f['tf_edges'].items(), key=lambda e: (e[1], e[0]))],
+            'invalid_poses': {}, 'warnings': [], 'checks': {'verdict': None, 'entries': []},
+            'bag': {'files': f['files'], 'version': f['version'],
+                    'size_bytes': f['size_bytes']}}
+
+
+def _first_qos(offered: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The first publisher's offered QoS as recorded (unknown policies stay unknown)."""
+    if not offered:
+        return None
+    q = offered[0]
+    history = str(q.get('history', 'unknown'))
+    depth = q.get('depth') if history == 'keep_last' else None
+    return qos_facts(str(q.get('reliability', 'unknown')), str(q.get('durability', 'unknown')),
+                     history, int(depth) if depth is not None else None)
 
 
 def describe_bag(path: Path | str) -> str:
@@ -144,4 +160,4 @@ def _when(ns: int) -> str:
         f'.{ns % 10**9 // 10**6:03d} UTC ({ns / 1e9:.9f})'
 
 
-__all__ = ['bag_facts', 'describe_bag', 'tf_tree_lines']
+__all__ = ['bag_document', 'bag_facts', 'describe_bag', 'tf_tree_lines']

@@ -2,23 +2,44 @@
 from __future__ import annotations
 
 import argparse
+import json
 
 from react_ros.cli.arguments import episode_args
 from react_ros.cli.episode import is_bag, open_bag_given, open_given
+from react_ros.errors import ReactRosError
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser('info', help='kind, duration and streams of an episode')
+    p = sub.add_parser('info', help='streams (count, median rate, frame_id, image size, QoS), '
+                                    'TF tree and format checks of an episode or a bag')
     episode_args(p)
+    p.add_argument('--json', action='store_true',
+                   help='print one JSON document instead of text (its schema: '
+                        'react_ros/info.schema.json, schema_version 1)')
 
 
 def run(args: argparse.Namespace) -> int:
-    from react_ros.info import describe
     if args.kind is None and is_bag(args.episode):
-        from react_ros.bag_info import describe_bag
+        from react_ros.bag_info import bag_document, describe_bag
         open_bag_given(args, warn=False)  # refuses what does not apply to a bag
-        print(describe_bag(args.episode))
+        print(json.dumps(bag_document(args.episode), indent=2) if args.json
+              else describe_bag(args.episode))
         return 0
-    episode = open_given(args, warn=False)
-    print(describe(episode))
+    from react_ros.info import describe_facts, episode_facts
+    episode = _open(args)
+    facts = episode_facts(episode)
+    print(json.dumps(facts, indent=2) if args.json else describe_facts(facts, episode.report))
     return 0
+
+
+def _open(args: argparse.Namespace):
+    """The episode; a release of several given without --episode is pointed at `list`."""
+    try:
+        return open_given(args, warn=False)
+    except ReactRosError:
+        if args.episode_id is None:
+            from react_ros.release.listing import many_episodes_hint
+            hint = many_episodes_hint(args.episode, args.kind)
+            if hint is not None:
+                raise ReactRosError(hint) from None
+        raise
