@@ -18,7 +18,8 @@ setup(
          + glob('react_ros/kinds/*/*.foxglove.json')),
     ],
     package_data={'react_ros': ['kinds/*/config.yaml', 'kinds/*/*.rviz',
-                                'kinds/*/*.foxglove.json', 'ros/*.xml']},
+                                'kinds/*/*.foxglove.json', 'ros/*.xml',
+                                'info.schema.json']},
     install_requires=['setuptools'],
     # requirements/ray.txt, requirements/foxglove.txt: the same pins for the .venv set-up
     extras_require={'ray': ['ray>=2.9'], 'foxglove': ['foxglove-sdk>=0.30,<0.31']},

@@ -1,5 +1,5 @@
 """`react-ros list RELEASE`: every kind's release lists its episodes, each with a play
-command that names a real episode; `info` on a release of several points at `list`;
+command that names a real episode; info/play/convert on a release of several point at `list`;
 what is no release is one line and exit 2."""
 from __future__ import annotations
 
@@ -54,13 +54,20 @@ def test_each_episode_once_with_a_command_that_plays_it(
     assert [e['play'] for e in doc['episodes']] == [line.split(None, 1)[1] for line in lines]
 
 
-def test_info_on_a_release_of_several_points_at_list(
-        release: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = _main(capsys, 'info', str(release))
+@pytest.mark.parametrize('command', ['info', 'play', 'convert'])
+def test_a_release_of_several_without_episode_points_at_list(
+        command: str, release: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each command says how to choose (--episode, or the episode's own path) and where the
+    episodes are listed; the kind's own words stay."""
+    args = [command, str(release)] + (['-o', str(tmp_path / 'bag')] if command == 'convert'
+                                      else [])
+    code, out, err = _main(capsys, *args)
     assert code == 2 and out == ''
     (line,) = err.splitlines()
-    assert line.startswith(f'error: {release}: a ') and 'release of 2 episodes' in line
-    assert f'`react-ros list {release}`' in line
+    assert line.startswith(f'error: {release}') and '2 ' in line, line
+    assert '--episode' in line or 'name one episode (e.g. ' in line, line
+    assert line.endswith(f'`react-ros list {release}` lists them'), line
+    assert not (tmp_path / 'bag').exists()
 
 
 def _one_line_refusal(capsys: pytest.CaptureFixture[str], path: Path, words: str) -> None:

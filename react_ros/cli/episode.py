@@ -34,10 +34,19 @@ def kind_values(kind: DatasetKind | None, args: argparse.Namespace,
 def open_given(args: argparse.Namespace, warn: bool = True):
     if args.kind is None and is_bag(args.episode):
         return open_bag_given(args, warn)
-    kind = resolve_kind(args.episode, args.kind)
-    options = EpisodeOptions(image_scale=args.image_scale, episode=args.episode_id,
-                             own=_own_options(kind, args))
-    episode = open_episode(args.episode, kind.name, options)
+    try:
+        kind = resolve_kind(args.episode, args.kind)
+        options = EpisodeOptions(image_scale=args.image_scale, episode=args.episode_id,
+                                 own=_own_options(kind, args))
+        episode = open_episode(args.episode, kind.name, options)
+    except ReactRosError as refused:
+        if args.episode_id is not None:
+            raise
+        from react_ros.release.listing import many_episodes_hint
+        hint = many_episodes_hint(args.episode, args.kind, str(refused))
+        if hint is None:
+            raise
+        raise ReactRosError(hint) from None
     if warn:  # odd but usable: said, never silent (`info` lists them itself)
         for warning in episode.warnings:
             print(f'warning: {warning}', file=sys.stderr)

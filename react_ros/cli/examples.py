@@ -18,6 +18,11 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         'react-ros info episode_dir',
         'react-ros info release_dir --episode 3',
         'react-ros info bag_dir',
+        'react-ros info episode_dir --json',
+    ),
+    'list': (
+        'react-ros list release_dir',
+        'react-ros list release_dir --json',
     ),
     'play': (
         'react-ros play episode_dir',
@@ -36,7 +41,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         'react-ros convert episode_dir -o bag_dir',
         'react-ros convert episode_dir -o bag_dir --images jpeg --jpeg-quality 90',
         'react-ros convert release_dir --episode 3 -o bag_dir --images h264',
-        'react-ros convert episode_dir -o bag_dir --exclude /center/image_raw /center/camera_info',
+        'react-ros convert episode_dir -o bag_dir --exclude-topics /center/image_raw /center/camera_info',
     ),
     'convert-all': (
         'react-ros convert-all release_dir -o bags_dir',

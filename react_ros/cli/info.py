@@ -6,7 +6,6 @@ import json
 
 from react_ros.cli.arguments import episode_args
 from react_ros.cli.episode import is_bag, open_bag_given, open_given
-from react_ros.errors import ReactRosError
 
 
 def add_parser(sub) -> None:
@@ -26,20 +25,8 @@ def run(args: argparse.Namespace) -> int:
               else describe_bag(args.episode))
         return 0
     from react_ros.info import describe_facts, episode_facts
-    episode = _open(args)
+    episode = open_given(args, warn=False)
     facts = episode_facts(episode)
     print(json.dumps(facts, indent=2) if args.json else describe_facts(facts, episode.report))
     return 0
 
-
-def _open(args: argparse.Namespace):
-    """The episode; a release of several given without --episode is pointed at `list`."""
-    try:
-        return open_given(args, warn=False)
-    except ReactRosError:
-        if args.episode_id is None:
-            from react_ros.release.listing import many_episodes_hint
-            hint = many_episodes_hint(args.episode, args.kind)
-            if hint is not None:
-                raise ReactRosError(hint) from None
-        raise

@@ -47,10 +47,13 @@ def listing(root: Path, kind: str | None = None) -> dict[str, Any]:
                           'play': play_command(root, r)} for r in refs]}
 
 
-def many_episodes_hint(path: Path, kind: str | None) -> str | None:
-    """For `info`/`play` given a release of several episodes and no --episode: what to do.
+def many_episodes_hint(path: Path, kind: str | None, refusal: str) -> str | None:
+    """A command given a release of several episodes and no --episode: what to do.
 
-    None when `path` is no such release (the caller's own refusal then stands).
+    `refusal` is what opening it said. A kind that knows releases already says to
+    choose with --episode, and gains the pointer at `list`; a folder of episodes
+    no adapter opens as one (a UMI folder) is told which path to name. None when
+    `path` is no such release (the caller's own refusal then stands).
     """
     if not Path(path).is_dir():
         return None
@@ -60,11 +63,11 @@ def many_episodes_hint(path: Path, kind: str | None) -> str | None:
         return None
     if len(refs) < 2:
         return None
-    pick = (f'choose one with --episode (e.g. --episode {refs[0].episode})'
-            if refs[0].episode is not None else
-            f'name one episode (e.g. {episode_path(Path(path), refs[0])})')
-    return (f'{path}: a {desc.name} release of {len(refs)} episodes; {pick}; '
-            f'`react-ros list {path}` lists them')
+    listed = f'`react-ros list {path}` lists them'
+    if '--episode' in refusal:
+        return f'{refusal}; {listed}'
+    return (f'{path}: a {desc.name} release of {len(refs)} episodes; name one episode '
+            f'(e.g. {episode_path(Path(path), refs[0])}); {listed}')
 
 
 __all__ = ['episode_path', 'listing', 'many_episodes_hint', 'play_command', 'release_episodes']
