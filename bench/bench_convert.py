@@ -1,45 +1,83 @@
-"""Conversion benchmark: bag size and speed per image mode and chunk compression, side by side.
+"""Conversion benchmark: each convert mode against its limits, measured side by side.
 
 One run, one machine, for each kind whose bench.yaml has a `convert:` section (today the
 UMI sample at the dataset's own 1920x1200), the same sample episode for every row:
-  modes     `convert` with --images raw / jpeg / png x --compression none / zstd
-            (and raw x lz4): bytes per episode, seconds, images/s;
-  limits    decoding the three videos alone (what every mode must do first), and the
-            MCAP writer alone writing the same records (what the writer costs
-            without us);
-  read      reading every message back from the bag (MCAP only, no image decode);
-  h264      `convert --images h264` (the recorded packets passed through) against the
-            source videos' bytes; its time against converting the episode without its
-            cameras and reading the videos' packets alone (demux, no decode);
+  limits    decoding the videos alone (what every mode but h264 does first); plain
+            f.write of the raw bag's bytes into the bags' folder (the write limit);
+            the MCAP writer alone writing as many pre-serialised Images of the same
+            size (none, lz4, zstd); JPEG and PNG encoding of decoded frames with the
+            encoder `--images jpeg|png` uses, on every core (threads and processes);
+            reading the videos' packets (demux, what h264 does instead of decoding);
+  modes     `convert` with --images raw / jpeg / png x --compression none / lz4 / zstd
+            and h264: bytes, seconds, images/s, MB/s written, and the ratio to the
+            mode's limit:
+              raw   MB/s written / min(decode, write limit), in MB/s of the raw bag
+                    (the same as images/s / min(decode, write limit) in images/s);
+              jpeg  images/s / min(decode, JPEG encode); png likewise with PNG encode;
+              h264  images/s / demux;
+  read      reading every message back from each bag (MCAP only, no image decode);
   release   convert-all on a small release with 1 and 2 worker processes and on a
             local Ray: episodes/s, and the ratios between them.
+Ratios are printed against their targets (raw and jpeg >= 0.8 on an idle machine), never
+asserted: a busy machine lowers them. Every file written goes into one temporary folder
+under --cache, removed at the end (the sample episodes stay cached there).
 Run it with `make bench` or `scripts/ros_env.sh python bench/bench_convert.py [--kind K]`.
 """
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import shutil
 import sys
 import tempfile
 import time
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from mcap.reader import make_reader
 from mcap.writer import CompressionType, Writer
+from rclpy.serialization import serialize_message
 
 from react_ros.adapters import open_episode
-from react_ros.sinks.bag import write_bag
+from react_ros.ros import compressed_image as ci
+from react_ros.ros.image import rgb_image
+from react_ros.ros.msgs import definition_text
+from react_ros.sinks.bag import CHUNK_SIZE, write_bag
 
-from support import add_cache_argument, bench_settings, decode_together, image_topics, log, sample
+from support import (add_cache_argument, bench_settings, decode_together, disk_free,
+                     first_frames, image_topics, log, plain_write_s, sample)
 
-MODES = [('raw', 'none'), ('raw', 'zstd'), ('raw', 'lz4'), ('jpeg', 'none'),
-         ('jpeg', 'zstd'), ('png', 'none'), ('png', 'zstd')]
+MODES = [('raw', 'none'), ('raw', 'lz4'), ('raw', 'zstd'), ('jpeg', 'none'),
+         ('jpeg', 'zstd'), ('png', 'none')]
 _MCAP_COMPRESSION = {'none': CompressionType.NONE, 'zstd': CompressionType.ZSTD,
                      'lz4': CompressionType.LZ4}
-
+WRITE_PIECE = 4 * 1024 * 1024  # the plain writes' size: the bag writer's chunk size
+RAW_TARGET = JPEG_TARGET = 0.8
+# Distinct frames held for the writer and encoder limits (per video): enough that no
+# cache holds one encode's input for the next, few enough to keep memory small.
+FRAMES_PER_VIDEO = 4
+# Encodes per encoder limit: PNG at full size is slow, and either rate settles well
+# before this on every core.
+ENCODES = {'jpeg': 96, 'png': 24}
+# Memory the kernel freed seconds ago costs this VM ~5x more to touch again than memory
+# freed a moment ago (measured: plain writes of 1.25 GB at 0.4-1.8 GB/s into a fresh file,
+# 5-6 GB/s right after deleting the previous one or 1 s after, 1.2-1.6 GB/s 3 s after;
+# free page reporting to the host by its virtio balloon, which waits 2 s, would explain
+# it). A conversion starts from the first state, so every large measurement here waits
+# this long first rather than reusing the previous one's pages.
+SETTLE_S = 3.0
+# Runs of the cheap limits; the best is the limit (a limit is what can be reached).
+LIMIT_RUNS = 3
 
 KIND = ''  # the kind benchmarked (set by main)
+
+
+def settle() -> None:
+    time.sleep(SETTLE_S)  # see SETTLE_S: a bench's pause, not a test's
+_ENCODE_INPUT: list[Any] = []  # Images a forked encoder process inherits
 
 
 def videos(ep: Path) -> list[Path]:
@@ -53,6 +91,7 @@ def bag_bytes(bag: Path) -> int:
 
 def convert(ep: Path, out: Path, images: str, compression: str,
             exclude: tuple[str, ...] = ()) -> tuple[float, dict[str, int]]:
+    settle()
     t = time.perf_counter()
     summary = write_bag(open_episode(ep, KIND), out, images=images, compression=compression,
                         exclude=exclude)
@@ -79,34 +118,66 @@ def read_back(bag: Path) -> float:
     return time.perf_counter() - t
 
 
-def writer_alone(bag: Path, compression: str, scratch: Path) -> float:
-    """Seconds for the MCAP writer alone to write the bag's records again (reading excluded)."""
-    mcap = next(bag.glob('*.mcap'))
-    target = scratch / 'copy.mcap'
+def mcap_writer_s(path: Path, payloads: list[bytes], topics: list[str], n: int,
+                  compression: str) -> float:
+    """Seconds for mcap's Writer alone to write `n` Image records (the `payloads`, already
+    serialised, in turn; one channel per camera) into `path`, chunked as the bag is."""
+    settle()
     t = time.perf_counter()
-    with open(mcap, 'rb') as f, open(target, 'wb') as g:
-        reader = make_reader(f)
-        writer = Writer(g, chunk_size=4 * 1024 * 1024,
-                        compression=_MCAP_COMPRESSION[compression])
+    with open(path, 'wb') as f:
+        writer = Writer(f, chunk_size=CHUNK_SIZE, compression=_MCAP_COMPRESSION[compression])
         writer.start(profile='ros2', library='bench')
-        ids: dict[int, int] = {}
-        schemas: dict[int, int] = {}
-        for schema, channel, message in reader.iter_messages():
-            if channel.id not in ids:
-                if schema.id not in schemas:
-                    schemas[schema.id] = writer.register_schema(schema.name, schema.encoding,
-                                                                schema.data)
-                ids[channel.id] = writer.register_channel(channel.topic,
-                                                          channel.message_encoding,
-                                                          schemas[schema.id],
-                                                          dict(channel.metadata))
-            writer.add_message(ids[channel.id], log_time=message.log_time,
-                               publish_time=message.publish_time, data=message.data,
-                               sequence=message.sequence)
+        schema = writer.register_schema('sensor_msgs/msg/Image', 'ros2msg',
+                                        definition_text('sensor_msgs/msg/Image').encode())
+        channels = [writer.register_channel(topic, 'cdr', schema) for topic in topics]
+        for i in range(n):
+            stamp = i * 5_000_000
+            writer.add_message(channels[i % len(channels)], log_time=stamp,
+                               publish_time=stamp, data=payloads[i % len(payloads)])
         writer.finish()
     elapsed = time.perf_counter() - t
-    target.unlink()
-    return max(elapsed - read_back(bag), 1e-9)
+    path.unlink()
+    return elapsed
+
+
+def _encode(i: int, codec: str) -> int:
+    """Encode input image i as `--images <codec>` does; its compressed size."""
+    image = _ENCODE_INPUT[i % len(_ENCODE_INPUT)]
+    return len(ci.compress(image, codec, ci.JPEG_QUALITY).data)
+
+
+def encode_rate(codec: str, pool: Executor, workers: int) -> float:
+    """Images/s encoding ENCODES[codec] of the held images with `codec` on `pool`."""
+    n = ENCODES[codec]
+    list(pool.map(_encode, range(workers), [codec] * workers))  # start every worker first
+    settle()
+    t = time.perf_counter()
+    sizes = list(pool.map(_encode, range(n), [codec] * n))
+    elapsed = time.perf_counter() - t
+    assert len(sizes) == n and min(sizes) > 0
+    return n / elapsed
+
+
+def encode_limits(frames: list[Any]) -> dict[str, dict[str, float]]:
+    """codec -> {'threads': images/s, 'processes': images/s}, on os.cpu_count() of each.
+
+    The converter encodes on a thread pool (sinks/image_encoding.py), counting on Pillow
+    releasing the GIL; processes (forked, the images inherited, only sizes sent back) show
+    whether that holds.
+    """
+    workers = os.cpu_count() or 1
+    _ENCODE_INPUT[:] = [rgb_image(frame, i, 'bench') for i, frame in enumerate(frames)]
+    found: dict[str, dict[str, float]] = {}
+    for codec in ('jpeg', 'png'):
+        log(f'{codec} encode limit')
+        with ThreadPoolExecutor(workers) as threads:
+            on_threads = encode_rate(codec, threads, workers)
+        fork = multiprocessing.get_context('fork')
+        with ProcessPoolExecutor(workers, mp_context=fork) as processes:
+            on_processes = encode_rate(codec, processes, workers)
+        found[codec] = {'threads': on_threads, 'processes': on_processes}
+    _ENCODE_INPUT.clear()
+    return found
 
 
 def release_rate(root: Path, scratch: Path, **how: object) -> float:
@@ -123,11 +194,29 @@ def release_rate(root: Path, scratch: Path, **how: object) -> float:
     return n / elapsed
 
 
+@dataclass
+class Row:
+    """One convert mode: what it wrote, how fast, and its rate against its limit."""
+
+    images: str
+    compression: str
+    size: int
+    seconds: float
+    read_s: float = 0.0
+    limit: str = ''  # which limit, with its value
+    limit_rate: float = 0.0  # images/s
+    target: float | None = None
+
+    def rate(self, n_images: int) -> float:
+        return n_images / self.seconds
+
+
 def main() -> int:
     global KIND
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--kind', help='only this kind (default: every kind with a convert: section)')
-    ap.add_argument('--duration', type=float, default=2.0, help='episode length (s)')
+    ap.add_argument('--duration', type=float, default=1.0,
+                    help='episode length (s); 1 s of UMI is 180 images, 1.2 GB raw')
     ap.add_argument('--episodes', type=int, default=6, help='episodes in the release rows')
     add_cache_argument(ap)
     ap.add_argument('--no-ray', action='store_true', help='leave out the Ray row')
@@ -144,40 +233,81 @@ def main() -> int:
     return 0
 
 
+def _load() -> str:
+    return ' '.join(f'{x:.2f}' for x in os.getloadavg())
+
+
 def bench_kind(args: argparse.Namespace, spec: dict) -> None:
-    sample_size = f'{spec["sample"]["width"]}x{spec["sample"]["height"]}'
+    width, height = spec['sample']['width'], spec['sample']['height']
+    frame_bytes = width * height * 3  # rgb8, what decoding yields
     release_size = 'x'.join(str(n) for n in spec['release']['resolution'])
     ep = sample(KIND, args.cache, duration_s=args.duration, **spec['sample'])
     cameras = image_topics(open_episode(ep, KIND))
-    images = None
-    rows = []
+    sources = videos(ep)
+    load_before = _load()
+    free_before = disk_free(args.cache)
+    log(free_before)
+    rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix='bench_convert_', dir=args.cache) as tmp:
         scratch = Path(tmp)
         log('decode limit')
-        decode = decode_together(videos(ep))[0]
-        for mode, compression in MODES:
+        settle()
+        decode, counts = decode_together(sources)
+        n_images = sum(counts)
+
+        log('convert --images raw --compression none')
+        bag = scratch / 'raw_none'
+        seconds, topic_counts = convert(ep, bag, 'raw', 'none')
+        converted = sum(n for t, n in topic_counts.items() if t in cameras)
+        if converted != n_images:
+            raise SystemExit(f'convert wrote {converted} images, decoding gave {n_images}')
+        raw = Row('raw', 'none', bag_bytes(bag), seconds, read_back(bag))
+        shutil.rmtree(bag)
+        rows.append(raw)
+
+        log(f'write limit: plain writes of {raw.size / 1e6:,.0f} MB')
+        write_runs = []
+        for _ in range(LIMIT_RUNS):
+            settle()
+            write_runs.append(plain_write_s(scratch, raw.size, WRITE_PIECE))
+        write_s = min(write_runs)
+
+        frames = first_frames(sources, FRAMES_PER_VIDEO)
+        payloads = [bytes(serialize_message(rgb_image(f, i, 'bench')))
+                    for i, f in enumerate(frames)]
+        payload_bytes = sum(map(len, payloads)) / len(payloads)
+        mcap_s = {}
+        for compression in _MCAP_COMPRESSION:
+            log(f'mcap writer limit, {compression}')
+            # zstd is slow enough that its rate varies less than one run's worth
+            runs = 1 if compression == 'zstd' else LIMIT_RUNS
+            mcap_s[compression] = min(
+                mcap_writer_s(scratch / 'writer.mcap', payloads, cameras, n_images, compression)
+                for _ in range(runs))
+        del payloads
+        encode = encode_limits(frames)
+        del frames
+
+        for mode, compression in MODES[1:]:
             log(f'convert --images {mode} --compression {compression}')
             bag = scratch / f'{mode}_{compression}'
-            seconds, counts = convert(ep, bag, mode, compression)
-            images = images or sum(n for t, n in counts.items() if t in cameras)
-            size = bag_bytes(bag)
-            read = read_back(bag)
-            write = writer_alone(bag, compression, scratch)
-            rows.append((mode, compression, size, seconds, read, write))
+            seconds, _ = convert(ep, bag, mode, compression)
+            rows.append(Row(mode, compression, bag_bytes(bag), seconds, read_back(bag)))
             shutil.rmtree(bag)
-        raw_size = rows[0][2]
+
         log('convert --images h264')
         bag = scratch / 'h264'
         h264_s, _ = convert(ep, bag, 'h264', 'lz4')
-        h264_size = bag_bytes(bag)
+        h264 = Row('h264', 'lz4', bag_bytes(bag), h264_s, read_back(bag))
         shutil.rmtree(bag)
-        video_size = sum(p.stat().st_size for p in videos(ep))
-        demux_s = read_packets(videos(ep))
+        video_size = sum(p.stat().st_size for p in sources)
+        demux_s = read_packets(sources)
         # The rest of the episode (poses, TF, camera_info, robot state) as its own
         # conversion: what --images h264 adds to it is what the videos cost.
         bag = scratch / 'no_images'
         rest_s, _ = convert(ep, bag, 'raw', 'lz4', exclude=tuple(cameras))
         shutil.rmtree(bag)
+
         log('release rows')
         release = args.cache / f'{KIND}_release_{args.episodes}_{release_size}'
         if not release.exists():
@@ -188,28 +318,87 @@ def bench_kind(args: argparse.Namespace, spec: dict) -> None:
         pool1 = release_rate(release, scratch, workers=1)
         pool2 = release_rate(release, scratch, workers=2)
         on_ray = None if args.no_ray else release_rate(release, scratch, workers=2, ray='')
+    free_after = disk_free(args.cache)
 
-    assert images
-    print(f'Conversion benchmark: {KIND} {sample_size}, {args.duration:g} s episode ({images} images), '
-          f'{os.cpu_count()} cores')
-    print(f'decode only, {len(videos(ep))} videos together: {decode:.0f} images/s')
-    print('| --images | --compression | bytes / episode | vs raw | convert s | images/s | '
-          'of decode-only | writer alone s | read back s |')
-    print('|---|---|---|---|---|---|---|---|---|')
-    for mode, compression, size, seconds, read, write in rows:
-        rate = images / seconds
-        print(f'| {mode} | {compression} | {size / 1e6:,.0f} MB | {size / raw_size:.3f} | '
-              f'{seconds:.1f} | {rate:.0f} | {rate / decode:.0%} | {write:.1f} '
-              f'({write / seconds:.0%} of convert) | {read:.2f} |')
-    print(f'--images h264 (packets passed through), lz4: {h264_size / 1e6:,.1f} MB, '
-          f'{h264_size / video_size:.2f}x the {len(videos(ep))} source videos '
-          f'({video_size / 1e6:,.1f} MB), '
-          f'{h264_size / raw_size:.4f}x raw; {h264_s:.2f} s ({args.duration / h264_s:.1f}x real '
-          f'time): the episode without its cameras {rest_s:.2f} s, so the videos added '
-          f'{h264_s - rest_s:.2f} s against {demux_s:.2f} s reading their packets alone')
-    print(f'convert-all, {args.episodes} {KIND} episodes of {spec["release"]["duration"]:g} s at '
-          f'{release_size}:')
-    print('| runner | episodes/s | ratio |')
+    # Every limit in images/s of this episode: a byte rate over the raw bag's bytes
+    # per image (what the raw modes write), or over the frame's bytes for decoding.
+    raw_per_image = raw.size / n_images
+    write_limit = raw.size / write_s / raw_per_image
+    mcap_limit = {c: n_images / s for c, s in mcap_s.items()}
+    jpeg_limit = max(encode['jpeg'].values())
+    png_limit = max(encode['png'].values())
+    demux = n_images / demux_s
+    for row in rows:
+        if row.images == 'raw':
+            row.limit_rate = min(decode, write_limit)
+            row.limit = 'decode' if decode <= write_limit else 'write limit'
+            row.target = RAW_TARGET
+        elif row.images == 'jpeg':
+            row.limit_rate = min(decode, jpeg_limit)
+            row.limit = 'decode' if decode <= jpeg_limit else 'jpeg encode'
+            row.target = JPEG_TARGET
+        else:
+            row.limit_rate = min(decode, png_limit)
+            row.limit = 'decode' if decode <= png_limit else 'png encode'
+    h264.limit_rate, h264.limit = demux, 'demux'
+    rows.append(h264)
+
+    cores = os.cpu_count()
+    print(f'Conversion benchmark: {KIND} {width}x{height}, {args.duration:g} s episode '
+          f'({n_images} images of {frame_bytes / 1e6:.1f} MB rgb8, {len(sources)} videos), '
+          f'{cores} cores, {time.strftime("%Y-%m-%d %H:%M %Z")}')
+    print(f'load average (1, 5, 15 min) before {load_before}, after {_load()}; '
+          f'the targets hold on an idle machine')
+    print(f'disk: {free_before} before, {free_after.split(" free")[0]} after '
+          '(every bag and scratch file removed)')
+    print()
+    print('| limit | images/s | MB/s | how |')
+    print('|---|---|---|---|')
+    print(f'| decode only | {decode:.0f} | {decode * frame_bytes / 1e6:,.0f} | '
+          f'{len(sources)} videos together, one thread each; MB/s of rgb8 frames |')
+    print(f'| write limit | {write_limit:.0f} | {raw.size / write_s / 1e6:,.0f} | plain f.write '
+          f'of the raw bag\'s {raw.size / 1e6:,.0f} MB in {WRITE_PIECE >> 20} MiB pieces from one '
+          'buffer, into the bags\' folder; no fsync (nor does convert); best of '
+          f'{", ".join(f"{raw.size / s / 1e6:,.0f}" for s in write_runs)} MB/s |')
+    for compression, rate in mcap_limit.items():
+        runs = 1 if compression == 'zstd' else LIMIT_RUNS
+        print(f'| mcap Writer, {compression} | {rate:.0f} | {rate * payload_bytes / 1e6:,.0f} | '
+              f'{n_images} pre-serialised Images ({len(cameras)} channels, '
+              f'{len(sources) * FRAMES_PER_VIDEO} distinct), chunks of '
+              f'{CHUNK_SIZE >> 20} MiB; MB/s of records; best of {runs} |')
+    for codec, rates in encode.items():
+        how = 'quality 95' if codec == 'jpeg' else f'level {ci.PNG_LEVEL}'
+        print(f'| {codec} encode | {max(rates.values()):.0f} | | {how}, {cores} threads '
+              f'{rates["threads"]:.1f}/s, {cores} processes {rates["processes"]:.1f}/s '
+              f'({ENCODES[codec]} images; the faster is the limit) |')
+    print(f'| h264 demux | {demux:.0f} | {video_size / demux_s / 1e6:,.0f} | reading the '
+          f'{len(sources)} videos\' packets, no decode |')
+    print()
+    print('| --images | --compression | bytes | vs raw | convert s | images/s | MB/s written | '
+          'limit, images/s | ratio | target | read back s |')
+    print('|---|---|---|---|---|---|---|---|---|---|---|')
+    for row in rows:
+        rate = row.rate(n_images)
+        ratio = rate / row.limit_rate
+        target = ('' if row.target is None else
+                  f'>= {row.target:g} (idle): {"met" if ratio >= row.target else "NOT met"}')
+        print(f'| {row.images} | {row.compression} | {row.size / 1e6:,.1f} MB | '
+              f'{row.size / raw.size:.3f} | {row.seconds:.2f} | {rate:.1f} | '
+              f'{row.size / row.seconds / 1e6:,.0f} | {row.limit} {row.limit_rate:.0f} | '
+              f'{ratio:.2f} | {target} | {row.read_s:.2f} |')
+    print()
+    for row in rows:
+        if row.images == 'raw' and row.compression in mcap_limit:
+            print(f'raw/{row.compression} against the mcap Writer alone ({row.compression}): '
+                  f'{row.rate(n_images) / mcap_limit[row.compression]:.2f}; the mcap Writer '
+                  f'against the write limit: {mcap_limit[row.compression] / write_limit:.2f}')
+    print(f'h264: {h264.size / video_size:.2f}x the {len(sources)} source videos '
+          f'({video_size / 1e6:,.1f} MB); the episode without its cameras converts in '
+          f'{rest_s:.2f} s, so the videos added {h264_s - rest_s:.2f} s against {demux_s:.2f} s '
+          'reading their packets alone')
+    print()
+    print(f'| convert-all, {args.episodes} {KIND} episodes of '
+          f'{spec["release"]["duration"]:g} s at {release_size} | episodes/s | ratio |')
     print('|---|---|---|')
     print(f'| --workers 1 | {pool1:.2f} | 1.00 |')
     print(f'| --workers 2 | {pool2:.2f} | {pool2 / pool1:.2f} of 1 worker |')

@@ -173,3 +173,43 @@ def print_table(title: str, rows: list[tuple[str, str, str]],
         print(f'| {r[0]} | {r[1]} | {r[2]} |')
     for name, ok in checks:
         print(f'{"PASS" if ok else "FAIL"}: {name}')
+
+
+def first_frames(paths: list[Path], per_video: int) -> list[Any]:
+    """The first `per_video` decoded RGB frames of each video, held in memory: distinct
+    frames to reuse when a limit is measured on more images than it is worth keeping."""
+    from react_ros.formats.video import decode_rgb
+    frames = []
+    for path in paths:
+        decoded = decode_rgb(path)
+        try:
+            for _, frame in zip(range(per_video), decoded):
+                frames.append(frame.copy())
+        finally:
+            decoded.close()  # type: ignore[attr-defined]
+    return frames
+
+
+def plain_write_s(folder: Path, nbytes: int, piece: int = 4 * 1024 * 1024) -> float:
+    """Seconds to write `nbytes` to a new file in `folder` with plain f.write calls of
+    `piece` bytes from one preallocated buffer, the file removed after.
+
+    No fsync, as the converter does none: both measure what the page cache and the
+    kernel's writeback allow, not the disk alone.
+    """
+    buf = memoryview(os.urandom(piece))
+    path = folder / 'plain_write.bin'
+    t = time.perf_counter()
+    with open(path, 'wb') as f:
+        left = nbytes
+        while left > 0:
+            f.write(buf[:min(piece, left)])
+            left -= piece
+    elapsed = time.perf_counter() - t
+    path.unlink()
+    return elapsed
+
+
+def disk_free(path: Path) -> str:
+    """Free space of the filesystem holding `path`, for the log before and after a run."""
+    return f'{shutil.disk_usage(path).free / 1e9:,.1f} GB free on the filesystem of {path}'
