@@ -1,0 +1,296 @@
+"""ChunkWriter (react_ros/formats/mcap_writer.py): the same bytes as mcap.Writer, lanes of
+their own compression per channel, errors from its threads raised in the caller, and
+bounded memory while the file does not keep up.
+
+The byte comparison also pins the parts of mcap's private layout ChunkWriter rebuilds
+(its chunking rule, record encodings, summary groups): a later mcap that changes them
+fails here.
+"""
+from __future__ import annotations
+
+import errno
+import io
+import os
+import random
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcap.reader import make_reader
+from mcap.records import Channel, Chunk, Message, Schema
+from mcap.stream_reader import StreamReader, breakup_chunk
+from mcap.writer import CompressionType, Writer
+
+from react_ros.formats.mcap_bag import McapBag
+from react_ros.formats.mcap_writer import SEPARATE_BYTES, ChunkWriter
+
+CHUNK = 4096
+MCAP_COMPRESSION = {'none': CompressionType.NONE, 'lz4': CompressionType.LZ4,
+                    'zstd': CompressionType.ZSTD}
+
+
+def _calls(seed: int, n: int = 160) -> list[tuple[str, tuple[Any, ...]]]:
+    """A random but repeatable sequence of writer calls: schemas and channels registered
+    between messages, messages from empty to several chunks long, metadata."""
+    rnd = random.Random(seed)
+    calls: list[tuple[str, tuple[Any, ...]]] = [('start', ('ros2', 'test'))]
+    schemas = channels = 0
+    t = 1000
+    sizes = [0, 1, 17, 200, CHUNK - 40, CHUNK + 1, 3 * CHUNK, SEPARATE_BYTES + 5]
+    for i in range(n):
+        roll = rnd.random()
+        if schemas == 0 or roll < 0.05:
+            schemas += 1
+            calls.append(('register_schema', (f'pkg/msg/T{schemas}', 'ros2msg',
+                                              rnd.randbytes(rnd.choice([0, 30, 5000])))))
+        elif channels == 0 or roll < 0.12:
+            channels += 1
+            calls.append(('register_channel', (f'/topic{channels}', 'cdr',
+                                               rnd.randint(1, schemas), {'k': str(i)})))
+        elif roll < 0.15:
+            calls.append(('add_metadata', (f'meta{i}', {'a': 'b' * rnd.randint(0, 50)})))
+        else:
+            size = rnd.choice(sizes)
+            # compressible: few distinct byte values
+            data = bytes(rnd.choices(b'abcd', k=size))
+            t += rnd.randint(-50, 200)  # log times go back sometimes
+            calls.append(('add_message', (rnd.randint(1, channels), t, data, t + 7, i)))
+    return calls
+
+
+def _replay(writer: Any, calls: list[tuple[str, tuple[Any, ...]]]) -> None:
+    for name, args in calls:
+        getattr(writer, name)(*args)
+    writer.finish()
+
+
+@pytest.mark.parametrize('compression', ['none', 'lz4', 'zstd'])
+def test_same_bytes_as_mcap_writer(compression: str) -> None:
+    for seed in range(4):
+        calls = _calls(seed)
+        theirs, ours = io.BytesIO(), io.BytesIO()
+        _replay(Writer(theirs, chunk_size=CHUNK, compression=MCAP_COMPRESSION[compression]),
+                calls)
+        writer = ChunkWriter(ours, chunk_size=CHUNK, compression=compression, threads=2)
+        try:
+            _replay(writer, calls)
+        finally:
+            writer.close()
+        assert ours.getvalue() == theirs.getvalue(), f'seed {seed}'
+        assert writer.bytes_written == len(ours.getvalue())
+        # mcap's reader checks every chunk's CRC and reads all messages back.
+        sent = [args for name, args in calls if name == 'add_message']
+        ours.seek(0)
+        got = [(m.channel_id, m.log_time, m.data, m.publish_time, m.sequence)
+               for _, _, m in make_reader(ours, validate_crcs=True).iter_messages(
+                                                     log_time_order=False)]
+        assert got == sent
+
+
+def test_empty_file_matches_mcap_writer() -> None:
+    theirs, ours = io.BytesIO(), io.BytesIO()
+    calls = [('start', ('', 'x'))]
+    _replay(Writer(theirs, chunk_size=CHUNK, compression=CompressionType.LZ4), calls)
+    writer = ChunkWriter(ours, chunk_size=CHUNK, compression='lz4')
+    _replay(writer, calls)
+    writer.close()
+    assert ours.getvalue() == theirs.getvalue()
+
+
+def _lanes_file(path: Path) -> tuple[list[tuple[str, int, bytes]], dict[str, str]]:
+    """A file whose channels ask for three compressions; returns what was sent (topic,
+    log time, data) and each topic's chunk compression."""
+    rnd = random.Random(7)
+    asked = {'/images': 'none', '/state': None, '/points': 'zstd', '/raw2': 'none'}
+    chunk_name = {'none': '', 'zstd': 'zstd', None: 'lz4'}
+    sent: list[tuple[str, int, bytes]] = []
+    with path.open('wb') as f:
+        writer = ChunkWriter(f, chunk_size=CHUNK, compression='lz4', threads=2)
+        try:
+            writer.start('ros2', 'test')
+            image = writer.register_schema('sensor_msgs/msg/Image', 'ros2msg', b'uint32 h')
+            other = writer.register_schema('std_msgs/msg/String', 'ros2msg', b'string data')
+            ids = {}
+            for topic, compression in asked.items():
+                schema = image if topic in ('/images', '/raw2') else other
+                ids[topic] = writer.register_channel(topic, 'cdr', schema, {},
+                                                     compression=compression)
+            for i in range(300):
+                topic = rnd.choice(list(asked))
+                data = bytes(rnd.choices(b'xyz', k=rnd.choice([0, 10, 900, 2 * CHUNK])))
+                t = 10 * i + rnd.randint(0, 25)  # neighbours overlap in time
+                writer.add_message(ids[topic], t, data, t, i)
+                sent.append((topic, t, data))
+            writer.add_metadata('rosbag2', {'serialized_metadata': 'x'})
+            writer.finish()
+        finally:
+            writer.close()
+    return sent, {t: chunk_name[c] for t, c in asked.items()}
+
+
+def test_lanes_per_channel_compression(tmp_path: Path) -> None:
+    path = tmp_path / 'lanes.mcap'
+    sent, expected = _lanes_file(path)
+    by_time = sorted(sent, key=lambda m: (m[1], m[0], m[2]))
+
+    with path.open('rb') as f:
+        got = [(c.topic, m.log_time, m.data) for _, c, m in
+               make_reader(f, validate_crcs=True).iter_messages(log_time_order=True)]
+    assert [m[1] for m in got] == sorted(m[1] for m in got)
+    assert sorted(got, key=lambda m: (m[1], m[0], m[2])) == by_time
+
+    bag = [(m.topic, m.log_time_ns, bytes(m.data)) for m in McapBag(path).messages()]
+    assert bag == got
+
+    # A streaming reader meets each channel (and its schema) before its messages...
+    seen_schemas: set[int] = set()
+    channels: dict[int, Channel] = {}
+    streamed: list[tuple[str, int, bytes]] = []
+    for rec in StreamReader(str(path), validate_crcs=True).records:
+        if isinstance(rec, Schema):
+            seen_schemas.add(rec.id)
+        elif isinstance(rec, Channel):
+            assert rec.schema_id in seen_schemas, rec.topic
+            channels[rec.id] = rec
+        elif isinstance(rec, Message):
+            streamed.append((channels[rec.channel_id].topic, rec.log_time, rec.data))
+    assert sorted(streamed, key=lambda m: (m[1], m[0], m[2])) == by_time
+    # ...and every message sits in a chunk of its channel's compression.
+    compressions: dict[str, set[str]] = {}
+    for rec in StreamReader(str(path), emit_chunks=True).records:
+        if isinstance(rec, Chunk):
+            for inner in breakup_chunk(rec, validate_crc=True):
+                if isinstance(inner, Message):
+                    topic = channels[inner.channel_id].topic
+                    compressions.setdefault(topic, set()).add(rec.compression)
+    assert compressions == {t: {c} for t, c in expected.items()}
+
+
+class _WriteLog(io.BytesIO):
+    """A real in-memory file that also keeps every buffer handed to write()."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.handed: list[Any] = []
+
+    def write(self, data: Any) -> int:  # type: ignore[override]
+        self.handed.append(data)
+        return super().write(data)
+
+
+def test_big_uncompressed_payload_is_written_as_it_came() -> None:
+    stream = _WriteLog()
+    payload = bytes(range(256)) * 1024  # 256 KiB: a separate buffer
+    writer = ChunkWriter(stream, chunk_size=1 << 20, compression='lz4')
+    try:
+        writer.start()
+        schema = writer.register_schema('s', 'ros2msg', b'')
+        channel = writer.register_channel('/big', 'cdr', schema, {}, compression='none')
+        writer.add_message(channel, 1, payload, 1)
+        writer.finish()
+    finally:
+        writer.close()
+    assert any(piece is payload for piece in stream.handed)
+    stream.seek(0)
+    (_, _, m), = make_reader(stream, validate_crcs=True).iter_messages()
+    assert m.data == payload
+
+
+def _writer_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith(('mcap-writer', 'mcap-chunk'))]
+
+
+def test_disk_full_is_raised_in_the_caller() -> None:
+    payload = b'p' * 50_000
+    with open('/dev/full', 'wb') as f:
+        writer = ChunkWriter(f, chunk_size=CHUNK, compression='none',
+                             max_pending_bytes=256 * 1024)
+        writer.start()
+        channel = writer.register_channel('/x', 'cdr', 0)
+        # The first chunk's write fails on the writer thread; the caller meets the error
+        # at a later call, at the latest once the pending bytes reach the bound.
+        with pytest.raises(OSError) as raised:
+            for i in range(10_000):
+                writer.add_message(channel, i, payload, i)
+        assert raised.value.errno == errno.ENOSPC
+        assert i < 100
+        with pytest.raises(OSError):
+            writer.finish()
+        writer.close()
+        writer.close()
+        assert not _writer_threads()
+        with pytest.raises(OSError):
+            f.close()  # its buffer still holds the header
+
+
+def test_disk_full_at_finish() -> None:
+    with open('/dev/full', 'wb') as f:
+        writer = ChunkWriter(f, chunk_size=1 << 20, compression='lz4')
+        writer.start()
+        channel = writer.register_channel('/x', 'cdr', 0)
+        writer.add_message(channel, 1, b'small', 1)
+        with pytest.raises(OSError) as raised:
+            writer.finish()
+        assert raised.value.errno == errno.ENOSPC
+        writer.close()
+        assert not _writer_threads()
+        with pytest.raises(OSError):
+            f.close()
+
+
+def test_close_without_finish_stops_the_threads() -> None:
+    writer = ChunkWriter(io.BytesIO(), chunk_size=CHUNK, compression='zstd')
+    writer.start()
+    channel = writer.register_channel('/x', 'cdr', 0)
+    for i in range(50):
+        writer.add_message(channel, i, bytes(3000), i)
+    writer.close()
+    writer.close()
+    assert not _writer_threads()
+    with pytest.raises(ValueError):
+        writer.add_message(channel, 99, b'', 99)
+
+
+def test_caller_waits_while_the_file_does_not_keep_up() -> None:
+    """The writer writes into a pipe that this test drains slowly: at every step, what the
+    producer got accepted stays within the bound of what left through the pipe."""
+    read_fd, write_fd = os.pipe()
+    bound = 64 * 1024
+    message = 8 * 1024
+    total = 400
+    accepted = [0]
+    errors: list[BaseException] = []
+
+    def produce() -> None:
+        try:
+            with open(write_fd, 'wb') as f:
+                writer = ChunkWriter(f, chunk_size=CHUNK, compression='none',
+                                     max_pending_bytes=bound)
+                try:
+                    writer.start()
+                    channel = writer.register_channel('/x', 'cdr', 0)
+                    for i in range(total):
+                        writer.add_message(channel, i, bytes(message), i)
+                        accepted[0] += message
+                    writer.finish()
+                finally:
+                    writer.close()
+        except BaseException as exc:  # reported by the test thread
+            errors.append(exc)
+
+    producer = threading.Thread(target=produce)
+    producer.start()
+    # Held outside the writer: the pipe, the stream's buffer, the open chunk, the queued
+    # chunks (bound plus the one that crossed it) and the one being written.
+    slack = 64 * 1024 + 8192 + 2 * (CHUNK + message + 100) + bound
+    received = bytearray()
+    with open(read_fd, 'rb', buffering=0) as r:
+        while chunk := r.read(4096):
+            received += chunk
+            assert accepted[0] <= len(received) + slack
+    producer.join()
+    assert not errors
+    assert accepted[0] == total * message
+    got = list(make_reader(io.BytesIO(bytes(received)), validate_crcs=True).iter_messages())
+    assert len(got) == total
