@@ -88,14 +88,40 @@ def test_same_bytes_as_mcap_writer(compression: str) -> None:
         assert got == sent
 
 
-def test_empty_file_matches_mcap_writer() -> None:
-    theirs, ours = io.BytesIO(), io.BytesIO()
-    calls = [('start', ('', 'x'))]
-    _replay(Writer(theirs, chunk_size=CHUNK, compression=CompressionType.LZ4), calls)
-    writer = ChunkWriter(ours, chunk_size=CHUNK, compression='lz4')
-    _replay(writer, calls)
-    writer.close()
-    assert ours.getvalue() == theirs.getvalue()
+# A message record is 9 + 22 bytes of header, then its data.
+_EXACTLY_ONE_CHUNK = CHUNK - 31
+EDGE_CASES = {
+    'empty file': [('start', ('', 'x'))],
+    # a chunk of exactly chunk_size stays open: finalized only once over it
+    'chunk of exactly chunk_size': [
+        ('start', ('', 'x')), ('register_schema', ('s', 'ros2msg', b'')),
+        ('register_channel', ('/a', 'cdr', 1, {})),
+        ('add_message', (1, 5, bytes(2 * CHUNK), 5, 0)),
+        ('add_message', (1, 6, bytes(_EXACTLY_ONE_CHUNK), 6, 1)),
+        ('add_message', (1, 7, b'x', 7, 2))],
+    # records over the size but no message: not written, carried into the next chunk
+    'no message in a full chunk': [
+        ('start', ('', 'x')), ('register_schema', ('s', 'ros2msg', bytes(3 * CHUNK))),
+        ('register_channel', ('/a', 'cdr', 1, {})), ('add_metadata', ('m', {})),
+        ('add_message', (1, 5, b'', 5, 0))],
+    'only registrations': [
+        ('start', ('', 'x')), ('register_schema', ('s', 'ros2msg', b'')),
+        ('register_channel', ('/a', 'cdr', 1, {}))],
+}
+
+
+@pytest.mark.parametrize('case', EDGE_CASES)
+def test_edge_cases_match_mcap_writer(case: str) -> None:
+    for compression in ('none', 'lz4'):
+        theirs, ours = io.BytesIO(), io.BytesIO()
+        _replay(Writer(theirs, chunk_size=CHUNK, compression=MCAP_COMPRESSION[compression]),
+                EDGE_CASES[case])
+        writer = ChunkWriter(ours, chunk_size=CHUNK, compression=compression)
+        try:
+            _replay(writer, EDGE_CASES[case])
+        finally:
+            writer.close()
+        assert ours.getvalue() == theirs.getvalue(), compression
 
 
 def _lanes_file(path: Path) -> tuple[list[tuple[str, int, bytes]], dict[str, str]]:
@@ -206,18 +232,20 @@ def test_disk_full_is_raised_in_the_caller() -> None:
     with open('/dev/full', 'wb') as f:
         writer = ChunkWriter(f, chunk_size=CHUNK, compression='none',
                              max_pending_bytes=256 * 1024)
-        writer.start()
-        channel = writer.register_channel('/x', 'cdr', 0)
-        # The first chunk's write fails on the writer thread; the caller meets the error
-        # at a later call, at the latest once the pending bytes reach the bound.
-        with pytest.raises(OSError) as raised:
-            for i in range(10_000):
-                writer.add_message(channel, i, payload, i)
-        assert raised.value.errno == errno.ENOSPC
-        assert i < 100
-        with pytest.raises(OSError):
-            writer.finish()
-        writer.close()
+        try:
+            writer.start()
+            channel = writer.register_channel('/x', 'cdr', 0)
+            # The first chunk's write fails on the writer thread; the caller meets the
+            # error at a later call, at the latest once the pending bytes reach the bound.
+            with pytest.raises(OSError) as raised:
+                for i in range(10_000):
+                    writer.add_message(channel, i, payload, i)
+            assert raised.value.errno == errno.ENOSPC
+            assert i < 100
+            with pytest.raises(OSError):
+                writer.finish()
+        finally:
+            writer.close()
         writer.close()
         assert not _writer_threads()
         with pytest.raises(OSError):
@@ -226,14 +254,18 @@ def test_disk_full_is_raised_in_the_caller() -> None:
 
 def test_disk_full_at_finish() -> None:
     with open('/dev/full', 'wb') as f:
-        writer = ChunkWriter(f, chunk_size=1 << 20, compression='lz4')
-        writer.start()
-        channel = writer.register_channel('/x', 'cdr', 0)
-        writer.add_message(channel, 1, b'small', 1)
-        with pytest.raises(OSError) as raised:
-            writer.finish()
-        assert raised.value.errno == errno.ENOSPC
-        writer.close()
+        writer = ChunkWriter(f, chunk_size=1 << 20, compression='none')
+        try:
+            writer.start()
+            channel = writer.register_channel('/x', 'cdr', 0)
+            # Larger than the stream's buffer: the writer thread's write meets the full
+            # disk, and finish (which finalizes this chunk) raises it.
+            writer.add_message(channel, 1, bytes(100_000), 1)
+            with pytest.raises(OSError) as raised:
+                writer.finish()
+            assert raised.value.errno == errno.ENOSPC
+        finally:
+            writer.close()
         assert not _writer_threads()
         with pytest.raises(OSError):
             f.close()
