@@ -72,7 +72,9 @@ def test_same_bytes_as_mcap_writer(compression: str) -> None:
         theirs, ours = io.BytesIO(), io.BytesIO()
         _replay(Writer(theirs, chunk_size=CHUNK, compression=MCAP_COMPRESSION[compression]),
                 calls)
-        writer = ChunkWriter(ours, chunk_size=CHUNK, compression=compression, threads=2)
+        # 1 to 3 workers; every other run with a bound so small that each chunk waits
+        writer = ChunkWriter(ours, chunk_size=CHUNK, compression=compression,
+                             threads=1 + seed % 3, max_pending_bytes=(1, 64 << 20)[seed % 2])
         try:
             _replay(writer, calls)
         finally:
@@ -326,3 +328,16 @@ def test_caller_waits_while_the_file_does_not_keep_up() -> None:
     assert accepted[0] == total * message
     got = list(make_reader(io.BytesIO(bytes(received)), validate_crcs=True).iter_messages())
     assert len(got) == total
+
+
+def test_nothing_after_finish() -> None:
+    stream = io.BytesIO()
+    writer = ChunkWriter(stream, chunk_size=CHUNK, compression='lz4')
+    writer.start()
+    channel = writer.register_channel('/x', 'cdr', 0)
+    writer.finish()
+    size = len(stream.getvalue())
+    with pytest.raises(ValueError):
+        writer.add_message(channel, 1, b'late', 1)
+    writer.close()
+    assert len(stream.getvalue()) == size == writer.bytes_written

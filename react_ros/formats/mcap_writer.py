@@ -199,6 +199,8 @@ class ChunkWriter:
     def register_channel(self, topic: str, message_encoding: str, schema_id: int,
                          metadata: dict[str, str] | None = None,
                          compression: str | None = None) -> int:
+        """`compression` ('none', 'lz4', 'zstd'): the chunks this channel's messages go
+        in; by default the writer's."""
         self._check()
         if compression is not None and compression not in COMPRESSIONS:
             raise ValueError(f'{topic}: compression {compression!r}: expected one of '
@@ -256,7 +258,9 @@ class ChunkWriter:
             self._finalize(lane)
         self._queue.put(_record(DataEnd(data_section_crc=0)))
         self._stop_threads()
-        self._check()
+        self._closed = True  # nothing more to add; close() has nothing left to stop
+        if self._error is not None:
+            raise self._error
         self._write_summary()
         self._stream.flush()
 
@@ -313,7 +317,9 @@ class ChunkWriter:
         if self._writer is not None:
             self._writer.join()
         if self._pool is not None:
-            self._pool.shutdown(wait=True)
+            # The writer thread took every chunk it will write: the rest (after an error
+            # or close) is not worth compressing.
+            self._pool.shutdown(wait=True, cancel_futures=True)
         self._pool = self._writer = None
 
     def _write_summary(self) -> None:
