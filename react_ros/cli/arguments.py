@@ -45,6 +45,10 @@ def bag_args(p: argparse.ArgumentParser) -> None:
                    help='1-100 (default 95)')
     p.add_argument('--compression', choices=COMPRESSIONS, default=DEFAULT_COMPRESSION,
                    help=f'MCAP chunk compression (default {DEFAULT_COMPRESSION})')
+    p.add_argument('--no-space-check', action='store_true',
+                   help='write the bag even when its size, estimated early in the write, is '
+                        'more than the free space of the output\'s disk (by default such a '
+                        'bag is refused, leaving nothing behind)')
 
 
 def jpeg_quality(text: str) -> int:

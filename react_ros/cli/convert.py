@@ -61,16 +61,23 @@ def run_convert(args: argparse.Namespace) -> int:
     check_images(episode, chosen, args.images, 'among the topics chosen'
                  if wanted.narrows else 'in the episode')
     from react_ros.progress import Counter
+    from react_ros.sinks.disk_space import SizeEstimate, SizeWatch
     # A log or a pipe gets no progress unless asked: its last line must be the error, if any.
     show = not args.quiet and (args.progress or sys.stderr.isatty())
-    progress = Counter('converting') if show else None
+
+    def say(estimate: SizeEstimate) -> None:
+        if progress:
+            progress.close()  # the estimate gets a line of its own; progress goes on below
+        print(estimate.line(), file=sys.stderr, flush=True)
+    watch = SizeWatch(check=not args.no_space_check, on_estimate=None if args.quiet else say)
+    progress = Counter('converting', watch=watch) if show else None
     try:
         summary = write_bag(episode, args.output, overwrite=args.overwrite, topics=args.topics,
                             exclude=args.exclude_topics, regex=args.regex,
                             exclude_regex=args.exclude_regex, progress=progress,
                             inputs=[args.episode], images=args.images,
                             jpeg_quality=args.jpeg_quality, compression=args.compression,
-                            reencode=not args.no_reencode)
+                            reencode=not args.no_reencode, size=watch)
     finally:
         if progress:
             progress.close()  # ends the progress line, so an error starts on its own
@@ -88,7 +95,8 @@ def run_convert_all(args: argparse.Namespace) -> int:
     settings = ConvertSettings(kind=args.kind, image_scale=args.image_scale,
                                images=args.images, jpeg_quality=args.jpeg_quality,
                                compression=args.compression, own=own,
-                               no_reencode=args.no_reencode)
+                               no_reencode=args.no_reencode,
+                               space_check=not args.no_space_check)
     show = not args.quiet and (args.progress or sys.stderr.isatty())
     return convert_all(args.root, args.output, settings, workers=args.workers, ray=args.ray,
                        verify=verify, progress=show, quiet=args.quiet)

@@ -32,6 +32,9 @@ class ConvertSettings:
     compression: str = DEFAULT_COMPRESSION
     own: dict[str, Any] = field(default_factory=dict)  # the kind's options the user set
     no_reencode: bool = False  # --images h264: refuse a video that would need re-encoding
+    # refuse a bag estimated bigger than the free space (failed, not refused: the disk's
+    # fault); not in key(): it changes whether a bag is written, never its bytes
+    space_check: bool = True
 
     def key(self) -> dict[str, Any]:
         """What changes a bag's bytes: a run with a different key converts again."""
@@ -81,6 +84,7 @@ def convert_episode(task: Task) -> Outcome:
     from react_ros.errors import ReactRosError, interrupt_behind
     from react_ros.release.index import CONVERTED, FAILED, REFUSED
     from react_ros.sinks.bag import write_bag
+    from react_ros.sinks.disk_space import SizeWatch
 
     start = time.monotonic()
     ref, s = task.ref, task.settings
@@ -91,7 +95,8 @@ def convert_episode(task: Task) -> Outcome:
         episode = open_episode(ref.path, kind.name, options)
         summary = write_bag(episode, task.out, overwrite=True, images=s.images,
                             jpeg_quality=s.jpeg_quality, compression=s.compression,
-                            reencode=not s.no_reencode, inputs=[Path(task.root)])
+                            reencode=not s.no_reencode, inputs=[Path(task.root)],
+                            size=SizeWatch(check=s.space_check))
     except ReactRosError as err:
         # The output's disk or a read failing under us is the machine's fault, not the
         # episode's: failed, tried again by the next run (a refusal would stay for ever).

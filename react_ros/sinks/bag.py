@@ -16,6 +16,8 @@ Which rosbag2 metadata version, and why 8 (not Jazzy/Kilted's own 9):
 """
 from __future__ import annotations
 
+import dataclasses
+import io
 import json
 import os
 from contextlib import contextmanager
@@ -34,6 +36,7 @@ from react_ros.errors import DatasetFormatError, SinkError
 from react_ros.ros import qos
 from react_ros.ros.msgs import _share_dirs, definition_text, message_class
 from react_ros.ros.serialization import cdr_payload
+from react_ros.sinks.disk_space import BagSizer, SizeWatch, check_fits
 from react_ros.sinks.output import check_stop, output_path, staged, stop_requested
 from react_ros.sinks.readahead import Cancelled, ReadAhead, message_bytes, serialised
 from react_ros.sinks.selection import BagSelection, TopicFilter, fold_topics
@@ -82,7 +85,8 @@ def write_bag(episode: Episode, out_dir: str | os.PathLike[str], *, overwrite: b
               progress: Callable[[int, int], None] | None = None,
               compression: str = DEFAULT_COMPRESSION, inputs: Sequence[Path] = (),
               images: str = 'raw', jpeg_quality: int = 95,
-              reencode: bool = True, regex: str = '', exclude_regex: str = '') -> BagSummary:
+              reencode: bool = True, regex: str = '', exclude_regex: str = '',
+              size: SizeWatch | None = None) -> BagSummary:
     """Convert every stream of `episode` (robot state too) into a bag at `out_dir`.
 
     Where it may write, and how it never leaves half a bag: sinks/output.py
@@ -96,6 +100,9 @@ def write_bag(episode: Episode, out_dir: str | os.PathLike[str], *, overwrite: b
     re-encoded where they cannot be, and with `reencode` False refuses the latter
     (sinks/compressed_video.py); 'raw' leaves the streams as they are. `topics`,
     `exclude`, `regex`, `exclude_regex` choose streams as sinks/selection.py says.
+    `size` follows the bag's bytes and data time and gets its estimate; unless it says
+    not to (`check`), a bag estimated bigger than its disk's free space is refused
+    early with NotEnoughSpace, leaving nothing (sinks/disk_space.py).
     """
     out = output_path(out_dir, option='-o/--output', inputs=[*inputs, episode.path])
     if compression not in _COMPRESSION:
@@ -108,7 +115,8 @@ def write_bag(episode: Episode, out_dir: str | os.PathLike[str], *, overwrite: b
                              jpeg_quality=jpeg_quality, reencode=reencode)
     with staged(out, overwrite=overwrite, ours=is_react_ros_bag, noun='react_ros bag') as tmp, \
             selection as streams:
-        return _write(episode, streams, tmp, out, progress, _COMPRESSION[compression])
+        return _write(episode, streams, tmp, out, progress, compression, images,
+                      SizeWatch() if size is None else size)
 
 
 def is_react_ros_bag(path: Path) -> bool:
@@ -158,7 +166,8 @@ def _topics(streams: Sequence[Stream]) -> dict[str, _Topic]:
 
 def _write(episode: Episode, streams: list[Stream], tmp: Path, out: Path,
            progress: Callable[[int, int], None] | None,
-           compression: CompressionType) -> BagSummary:
+           compression_name: str, images: str, size: SizeWatch) -> BagSummary:
+    compression = _COMPRESSION[compression_name]
     # rosbag2 names the file after the bag directory, not after our temporary one.
     file_name = f'{out.name}_0.mcap'
     topics = _topics(streams)
@@ -169,6 +178,8 @@ def _write(episode: Episode, streams: list[Stream], tmp: Path, out: Path,
     readers: list[ReadAhead] = []
     with open(tmp / file_name, 'wb') as f, _closing(opened, readers):
         writer = _start_mcap(f, topics.values(), compression)
+        sizer = _sizer(episode, streams, topics, file_name, out, f.tell, compression_name,
+                       images, size)
         opened += _open(streams, readers)
         for ev in _merged(opened):
             check_stop()  # a stop signal ends the write here, between two messages
@@ -187,9 +198,14 @@ def _write(episode: Episode, streams: list[Stream], tmp: Path, out: Path,
             t = topics[stream.topic]
             # The bag's timeline is the data's: log time = publish time = the stamp.
             # (The writer takes any buffer; its annotation says bytes.)
+            data = ev.msg if is_cdr else cast(bytes, cdr_payload(ev.msg))
             writer.add_message(t.channel_id, log_time=ev.t_ns, publish_time=ev.t_ns,
-                               data=ev.msg if is_cdr else cast(bytes, cdr_payload(ev.msg)),
-                               sequence=t.count)
+                               data=data, sequence=t.count)
+            estimate = sizer.add(ev.stream_idx, ev.t_ns, data)
+            if estimate is not None:
+                check_fits(estimate, size)  # a refusal says the numbers itself
+                if size.on_estimate is not None:
+                    size.on_estimate(estimate)
             t.count += 1
             done += 1
             if progress is not None and done % PROGRESS_EVERY == 0:
@@ -197,10 +213,37 @@ def _write(episode: Episode, streams: list[Stream], tmp: Path, out: Path,
         meta = bag_metadata(list(topics.values()), file_name, start, end - start, done)
         writer.add_metadata('rosbag2', {'serialized_metadata': _dump(meta)})
         writer.finish()  # type: ignore[no-untyped-call]
+        size.written = f.tell()
     (tmp / 'metadata.yaml').write_text(_dump({'rosbag2_bagfile_information': meta}))
     if progress is not None and (done == 0 or done % PROGRESS_EVERY or total != done):
         progress(done, done)
     return BagSummary(out, done, {t.name: t.count for t in topics.values()}, start, end - start)
+
+
+def _sizer(episode: Episode, streams: Sequence[Stream], topics: dict[str, _Topic],
+           file_name: str, out: Path, bytes_written: Callable[[], int], compression: str,
+           images: str, size: SizeWatch) -> BagSizer:
+    """What estimates this bag's size as it is written (sinks/disk_space.py).
+
+    `bytes_written` is the file's position: the MCAP writer writes a chunk whole.
+    What every bag has whatever its messages is measured on this bag without them:
+    the MCAP (header, summary with the schemas and channels), plus the rosbag2 record
+    (its YAML and the record's and its index's framing) and metadata.yaml.
+    """
+    span = episode.end_ns - episode.start_ns
+    counts = [dataclasses.replace(t) for t in topics.values()]  # its channel ids stay
+    meta = bag_metadata(counts, file_name, episode.start_ns, span,
+                        sum(s.count or 0 for s in streams))
+    buf = io.BytesIO()
+    _start_mcap(buf, counts, _COMPRESSION[compression]).finish()  # type: ignore[no-untyped-call]
+    metadata_record = len(_dump(meta).encode()) + _METADATA_FRAMING
+    yaml_bytes = len(_dump({'rosbag2_bagfile_information': meta}).encode())
+    return BagSizer(out, streams, episode.start_ns, span, bytes_written, buf.getvalue(),
+                    metadata_record + yaml_bytes, compression, images, size)
+
+
+# The metadata record's opcode, lengths, name and key, and its entry in the summary.
+_METADATA_FRAMING = 120
 
 
 def _open(streams: Sequence[Stream], readers: list[ReadAhead]
