@@ -209,6 +209,7 @@ def _write(episode: Episode, streams: list[Stream], tmp: Path, out: Path,
             t.count += 1
             done += 1
             if progress is not None and done % PROGRESS_EVERY == 0:
+                sizer.update()
                 progress(done, max(total, done))
         meta = bag_metadata(list(topics.values()), file_name, start, end - start, done)
         writer.add_metadata('rosbag2', {'serialized_metadata': _dump(meta)})
@@ -236,14 +237,17 @@ def _sizer(episode: Episode, streams: Sequence[Stream], topics: dict[str, _Topic
                         sum(s.count or 0 for s in streams))
     buf = io.BytesIO()
     _start_mcap(buf, counts, _COMPRESSION[compression]).finish()  # type: ignore[no-untyped-call]
-    metadata_record = len(_dump(meta).encode()) + _METADATA_FRAMING
-    yaml_bytes = len(_dump({'rosbag2_bagfile_information': meta}).encode())
+    record = _dump(meta)
+    # metadata.yaml is the same YAML under one key, each line indented by two spaces
+    yaml_bytes = len(_YAML_KEY) + len(record.encode()) + 2 * record.count('\n')
+    metadata_record = len(record.encode()) + _METADATA_FRAMING
     return BagSizer(out, streams, episode.start_ns, span, bytes_written, buf.getvalue(),
                     metadata_record + yaml_bytes, compression, images, size)
 
 
 # The metadata record's opcode, lengths, name and key, and its entry in the summary.
 _METADATA_FRAMING = 120
+_YAML_KEY = 'rosbag2_bagfile_information:\n'
 
 
 def _open(streams: Sequence[Stream], readers: list[ReadAhead]
@@ -350,6 +354,7 @@ def bag_metadata(topics: Sequence[_Topic], file_name: str, start_ns: int, durati
     }
 
 
+@lru_cache(maxsize=None)  # two values, asked for per topic by the bag and its size estimate
 def offered_qos_yaml(latched: bool) -> str:
     """The offered QoS as rosbag2 <= 8 records it: a YAML list, integer rmw enums."""
     p: QoSProfile = qos.for_stream(latched)

@@ -182,8 +182,7 @@ class BagSizer:
     def add(self, stream_idx: int, t_ns: int, data: bytes) -> SizeEstimate | None:
         """Count one message just given to the writer; the estimate when it is due."""
         self.watch.done_ns = max(t_ns - self.start_ns, 0)
-        if self.done:  # only the progress line's numbers from now on
-            self.watch.written = self._bytes_written()
+        if self.done:  # the data time only: the bytes when the progress line asks (update)
             return None
         i, size = stream_idx, len(data) + RECORD_HEADER
         if not self.seen[i]:
@@ -205,6 +204,11 @@ class BagSizer:
         estimate = self._estimate()
         self.samples, self.chunk = [], []  # held only for this measurement
         return estimate
+
+    def update(self) -> None:
+        """Bring the bytes written up to date (asking the file costs a system call, too
+        much for every message once the estimate is made)."""
+        self.watch.written = self._bytes_written()
 
     def _sample(self, i: int, data: bytes) -> None:
         sample = self.samples[i]
