@@ -20,6 +20,7 @@ THIRD_PARTY = {
     'mcap_ros2': ('python3-mcap-ros2-support-pip', 'mcap-ros2-support'),
     'pyarrow': ('python3-pyarrow', 'pyarrow'),
     'zstandard': ('python3-zstandard', 'zstandard'),
+    'lz4': ('python3-lz4', 'lz4'),
     'h5py': ('python3-h5py', 'h5py'),
     'PIL': ('python3-pil', 'pillow'),
     'simplejpeg': ('python3-simplejpeg-pip', 'simplejpeg'),

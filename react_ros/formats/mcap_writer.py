@@ -167,6 +167,7 @@ class ChunkWriter:
         self._error: BaseException | None = None
         self._abandon = False  # close() before finish(): the writer thread stops writing
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._queued = 0  # items put on the queue and not written yet (drain waits for 0)
         self._pool: ThreadPoolExecutor | None = None
         self._writer: threading.Thread | None = None
         self._closed = False
@@ -176,6 +177,20 @@ class ChunkWriter:
         """Bytes handed to the file so far."""
         return self._written
 
+    def drain(self) -> int:
+        """Waits until every chunk finalized so far is written; the bytes written then
+        (what mcap.Writer's file position says after each call: for a size estimate)."""
+        with self._cond:
+            while self._queued > 0 and self._error is None:
+                self._cond.wait()
+        self._check()
+        return self._written
+
+    def _enqueue(self, item: Any) -> None:
+        with self._cond:
+            self._queued += 1
+        self._queue.put(item)
+
     def start(self, profile: str = '', library: str = '') -> None:
         self._check()
         self._position = self._stream.tell() if self._stream.seekable() else 0
@@ -184,7 +199,7 @@ class ChunkWriter:
                                         daemon=True)
         self._writer.start()
         self._lane(self._compression)  # the writer's own lane comes first at finish
-        self._queue.put(MAGIC + _record(Header(profile, library)))
+        self._enqueue(MAGIC + _record(Header(profile, library)))
 
     def register_schema(self, name: str, encoding: str, data: bytes) -> int:
         self._check()
@@ -248,7 +263,7 @@ class ChunkWriter:
         """Written between the chunks finalized so far and the next one, as mcap does."""
         self._check()
         self._stats.metadata_count += 1
-        self._queue.put(_MetadataItem(name, _record(Metadata(name=name, metadata=data))))
+        self._enqueue(_MetadataItem(name, _record(Metadata(name=name, metadata=data))))
 
     def finish(self) -> None:
         """Finalizes the open chunks, waits for every chunk to be written, then writes the
@@ -256,7 +271,7 @@ class ChunkWriter:
         self._check()
         for lane in self._lanes.values():
             self._finalize(lane)
-        self._queue.put(_record(DataEnd(data_section_crc=0)))
+        self._enqueue(_record(DataEnd(data_section_crc=0)))
         self._stop_threads()
         self._closed = True  # nothing more to add; close() has nothing left to stop
         if self._error is not None:
@@ -302,7 +317,7 @@ class ChunkWriter:
         with self._cond:
             self._pending += job.size
         assert self._pool is not None
-        self._queue.put((job, self._pool.submit(job.build)))
+        self._enqueue((job, self._pool.submit(job.build)))
 
     def _wait_for_room(self) -> None:
         with self._cond:
@@ -368,6 +383,9 @@ class ChunkWriter:
                     self._write(item.record)
                 else:
                     self._write(item)
+                with self._cond:
+                    self._queued -= 1
+                    self._cond.notify_all()
         except BaseException as exc:  # noqa: B036 - handed to the caller, who raises it
             with self._cond:
                 if not self._abandon:

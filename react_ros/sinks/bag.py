@@ -28,10 +28,10 @@ from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequenc
 
 import yaml
 from mcap import __version__ as mcap_version
-from mcap.writer import CompressionType, Writer
 from rclpy.qos import LivelinessPolicy, QoSProfile
 
 from react_ros import __version__
+from react_ros.formats.mcap_writer import ChunkWriter
 from react_ros.errors import DatasetFormatError, SinkError
 from react_ros.ros import qos
 from react_ros.ros.msgs import _share_dirs, definition_text, message_class
@@ -58,10 +58,9 @@ JOIN_S = 10.0
 CHUNK_SIZE = 4 * 1024 * 1024
 # What rmw reports for "no deadline / lifespan / lease" and rosbag2 therefore records.
 _INFINITE = {'sec': 9223372036, 'nsec': 854775807}
-_COMPRESSION = {'none': CompressionType.NONE, 'zstd': CompressionType.ZSTD,
-                'lz4': CompressionType.LZ4}
-COMPRESSIONS = tuple(_COMPRESSION)
-# Chosen from bench/bench_convert.py (README, "Bag size and speed"): on raw 1920x1200 UMI,
+COMPRESSIONS = ('none', 'zstd', 'lz4')
+_COMPRESSION = {name: name for name in COMPRESSIONS}
+# Chosen from bench/bench_convert.py (docs/speed.md) before the writer was pipelined: on raw UMI,
 # lz4 made the bag 0.82x at no cost in convert time (12.4 s against 14.2 s uncompressed:
 # fewer bytes to disk), reading back in 1.2 s; zstd made it 0.60x but took 1.5x as long to
 # write and 5x to read. JPEG/PNG data does not compress further either way.
@@ -167,7 +166,6 @@ def _topics(streams: Sequence[Stream]) -> dict[str, _Topic]:
 def _write(episode: Episode, streams: list[Stream], tmp: Path, out: Path,
            progress: Callable[[int, int], None] | None,
            compression_name: str, images: str, size: SizeWatch) -> BagSummary:
-    compression = _COMPRESSION[compression_name]
     # rosbag2 names the file after the bag directory, not after our temporary one.
     file_name = f'{out.name}_0.mcap'
     topics = _topics(streams)
@@ -177,44 +175,55 @@ def _write(episode: Episode, streams: list[Stream], tmp: Path, out: Path,
     opened: list[Iterator[tuple[int, Any]]] = []
     readers: list[ReadAhead] = []
     with open(tmp / file_name, 'wb') as f, _closing(opened, readers):
-        writer = _start_mcap(f, topics.values(), compression)
-        sizer = _sizer(episode, streams, topics, file_name, out, f.tell, compression_name,
-                       images, size)
-        opened += _open(streams, readers)
-        for ev in _merged(opened):
-            check_stop()  # a stop signal ends the write here, between two messages
-            stream = streams[ev.stream_idx]
-            is_cdr = isinstance(ev.msg, bytes)
-            if not is_cdr:
-                _check_type(stream, ev.msg)
-            if ev.t_ns < 0:
-                raise DatasetFormatError(episode.path, f'{stream.topic}: stamp {ev.t_ns} ns '
-                                         'is negative')
-            if ev.t_ns < end:
-                raise DatasetFormatError(episode.path, f'{stream.topic}: stamp {ev.t_ns} ns '
-                                         f'comes after {end} ns; stamps must not go back')
-            start = ev.t_ns if done == 0 else start
-            end = ev.t_ns
-            t = topics[stream.topic]
-            # The bag's timeline is the data's: log time = publish time = the stamp.
-            # (The writer takes any buffer; its annotation says bytes.)
-            data = ev.msg if is_cdr else cast(bytes, cdr_payload(ev.msg))
-            writer.add_message(t.channel_id, log_time=ev.t_ns, publish_time=ev.t_ns,
-                               data=data, sequence=t.count)
-            estimate = sizer.add(ev.stream_idx, ev.t_ns, data)
-            if estimate is not None:
-                check_fits(estimate, size)  # a refusal says the numbers itself
-                if size.on_estimate is not None:
-                    size.on_estimate(estimate)
-            t.count += 1
-            done += 1
-            if progress is not None and done % PROGRESS_EVERY == 0:
-                sizer.update()
-                progress(done, max(total, done))
-        meta = bag_metadata(list(topics.values()), file_name, start, end - start, done)
-        writer.add_metadata('rosbag2', {'serialized_metadata': _dump(meta)})
-        writer.finish()  # type: ignore[no-untyped-call]
-        size.written = f.tell()
+        writer = _start_mcap(f, topics.values(), compression_name)
+        try:  # its threads stopped however the block ends
+            # Until it has estimated, the sizer needs the chunks out as they are made, as
+            # a synchronous writer would have them; then the writer runs ahead again.
+            made: list[BagSizer] = []
+
+            def written() -> int:
+                return writer.bytes_written if made and made[0].done else writer.drain()
+            sizer = _sizer(episode, streams, topics, file_name, out, written,
+                           compression_name, images, size)
+            made.append(sizer)
+            opened += _open(streams, readers)
+            for ev in _merged(opened):
+                check_stop()  # a stop signal ends the write here, between two messages
+                stream = streams[ev.stream_idx]
+                is_cdr = isinstance(ev.msg, bytes)
+                if not is_cdr:
+                    _check_type(stream, ev.msg)
+                if ev.t_ns < 0:
+                    raise DatasetFormatError(episode.path, f'{stream.topic}: stamp '
+                                             f'{ev.t_ns} ns is negative')
+                if ev.t_ns < end:
+                    raise DatasetFormatError(episode.path, f'{stream.topic}: stamp '
+                                             f'{ev.t_ns} ns comes after {end} ns; stamps '
+                                             'must not go back')
+                start = ev.t_ns if done == 0 else start
+                end = ev.t_ns
+                t = topics[stream.topic]
+                # The bag's timeline is the data's: log time = publish time = the stamp.
+                # (The writer takes any buffer; its annotation says bytes.)
+                data = ev.msg if is_cdr else cast(bytes, cdr_payload(ev.msg))
+                writer.add_message(t.channel_id, log_time=ev.t_ns, publish_time=ev.t_ns,
+                                   data=data, sequence=t.count)
+                estimate = sizer.add(ev.stream_idx, ev.t_ns, data)
+                if estimate is not None:
+                    check_fits(estimate, size)  # a refusal says the numbers itself
+                    if size.on_estimate is not None:
+                        size.on_estimate(estimate)
+                t.count += 1
+                done += 1
+                if progress is not None and done % PROGRESS_EVERY == 0:
+                    sizer.update()
+                    progress(done, max(total, done))
+            meta = bag_metadata(list(topics.values()), file_name, start, end - start, done)
+            writer.add_metadata('rosbag2', {'serialized_metadata': _dump(meta)})
+            writer.finish()
+            size.written = f.tell()
+        finally:
+            writer.close()
     (tmp / 'metadata.yaml').write_text(_dump({'rosbag2_bagfile_information': meta}))
     if progress is not None and (done == 0 or done % PROGRESS_EVERY or total != done):
         progress(done, done)
@@ -236,7 +245,7 @@ def _sizer(episode: Episode, streams: Sequence[Stream], topics: dict[str, _Topic
     meta = bag_metadata(counts, file_name, episode.start_ns, span,
                         sum(s.count or 0 for s in streams))
     buf = io.BytesIO()
-    _start_mcap(buf, counts, _COMPRESSION[compression]).finish()  # type: ignore[no-untyped-call]
+    _start_mcap(buf, counts, compression).finish()
     record = _dump(meta)
     # metadata.yaml is the same YAML under one key, each line indented by two spaces
     yaml_bytes = len(_YAML_KEY) + len(record.encode()) + 2 * record.count('\n')
@@ -306,9 +315,13 @@ def _closing(iterators: list[Iterator[tuple[int, Any]]],
                 close()
 
 
-def _start_mcap(f: IO[bytes], topics: Iterable[_Topic], compression: CompressionType) -> Writer:
-    """A started MCAP writer with one schema per type and one channel per topic."""
-    writer = Writer(f, chunk_size=CHUNK_SIZE, compression=compression)
+def _start_mcap(f: IO[bytes], topics: Iterable[_Topic], compression: str) -> ChunkWriter:
+    """A started MCAP writer with one schema per type and one channel per topic.
+
+    formats/mcap_writer.py: mcap.Writer's bytes, with chunks compressed and written on
+    threads of their own while this thread builds the next messages.
+    """
+    writer = ChunkWriter(f, chunk_size=CHUNK_SIZE, compression=compression)
     writer.start(profile='ros2', library=f'react_ros {__version__}; mcap-python {mcap_version}')
     schema_ids: dict[str, int] = {}
     for t in topics:
