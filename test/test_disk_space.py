@@ -139,11 +139,14 @@ def test_a_bag_that_fits_is_written(tmp_path: Path, monkeypatch: pytest.MonkeyPa
                                     sample: Callable[[str], Path]) -> None:
     out = tmp_path / 'bag'
     _fake_statvfs(monkeypatch, 100 << 20)
-    code, err = _convert(capfd, str(sample('umi')), '-o', str(out))
+    code, err = _convert(capfd, str(sample('umi')), '-o', str(out), '--progress')
     assert code == 0, err
     estimates = [line for line in err.splitlines() if line.startswith('estimated bag size')]
     assert len(estimates) == 1 and estimates[0].endswith(f'free on {tmp_path}'), err
     assert out.is_dir()
+    # In a log or a pipe, as the progress line: an error found later is the only line.
+    code, err = _convert(capfd, str(sample('umi')), '-o', str(tmp_path / 'piped'))
+    assert code == 0 and 'estimated bag size' not in err, err
     code, err = _convert(capfd, str(sample('umi')), '-o', str(tmp_path / 'quiet'), '-q')
     assert code == 0 and err == ''
 

@@ -69,7 +69,8 @@ def run_convert(args: argparse.Namespace) -> int:
         if progress:
             progress.close()  # the estimate gets a line of its own; progress goes on below
         print(estimate.line(), file=sys.stderr, flush=True)
-    watch = SizeWatch(check=not args.no_space_check, on_estimate=None if args.quiet else say)
+    # Shown as the progress line is: a bad frame found after it must stay the only line.
+    watch = SizeWatch(check=not args.no_space_check, on_estimate=say if show else None)
     progress = Counter('converting', watch=watch) if show else None
     try:
         summary = write_bag(episode, args.output, overwrite=args.overwrite, topics=args.topics,
