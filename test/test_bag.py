@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import random
 import zlib
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -13,7 +14,7 @@ from mcap.records import Chunk
 from mcap.stream_reader import StreamReader
 from mcap_ros2.decoder import DecoderFactory
 from rclpy.serialization import deserialize_message, serialize_message
-from sensor_msgs.msg import CameraInfo, Image, JointState
+from sensor_msgs.msg import CameraInfo, CompressedImage, Image, JointState
 from std_msgs.msg import Empty, String, UInt8
 from visualization_msgs.msg import Marker, MarkerArray
 
@@ -184,7 +185,7 @@ def test_mcap_is_chunked_indexed_and_checksummed(bag: Path) -> None:
     assert chunks and len(chunks) == len(summary.chunk_indexes)
     import lz4.frame
     for c in chunks:
-        assert c.compression == 'lz4'  # the default (sinks/bag.py DEFAULT_COMPRESSION)
+        assert c.compression == 'lz4'  # 'auto': small messages, an image lz4 halves
         data = lz4.frame.decompress(c.data)
         assert len(data) == c.uncompressed_size
         assert c.uncompressed_crc != 0 and c.uncompressed_crc == zlib.crc32(data)
@@ -193,6 +194,76 @@ def test_mcap_is_chunked_indexed_and_checksummed(bag: Path) -> None:
     inner = yaml.safe_load(record.metadata['serialized_metadata'])
     with open(bag / 'metadata.yaml') as f:
         assert inner == yaml.safe_load(f)['rosbag2_bagfile_information']
+
+
+def _chunk_compressions(bag: Path) -> dict[str, set[str]]:
+    """Topic -> the compressions of the chunks its messages are in."""
+    from mcap.records import Channel, Message
+    from mcap.stream_reader import breakup_chunk
+    topics: dict[int, str] = {}
+    found: dict[str, set[str]] = {}
+    for record in StreamReader(str(_mcap(bag)), emit_chunks=True).records:
+        if isinstance(record, Chunk):
+            for inner in breakup_chunk(record):
+                if isinstance(inner, Channel):
+                    topics[inner.id] = inner.topic
+                elif isinstance(inner, Message):
+                    found.setdefault(topics[inner.channel_id], set()).add(
+                        record.compression or 'none')
+    return found
+
+
+def _noise_image(t: int, i: int) -> Image:
+    msg = _image(t, i)
+    msg.data = random.Random(i).randbytes(len(msg.data))  # what lz4 cannot shrink
+    return msg
+
+
+def _jpeg(t: int, i: int) -> CompressedImage:
+    msg = CompressedImage(format='rgb8; jpeg compressed bgr8')
+    msg.header.stamp = stamp(t)
+    msg.data = random.Random(-i).randbytes(2000)
+    return msg
+
+
+def _compression_streams() -> list[Stream]:
+    times = [T0 + i * 33 * MS for i in range(3)]
+    return [
+        _stream('/center/image_raw', 'sensor_msgs/msg/Image',
+                lambda: [(t, _image(t, i)) for i, t in enumerate(times)], heavy=True),
+        _stream('/noise/image_raw', 'sensor_msgs/msg/Image',
+                lambda: [(t, _noise_image(t, i)) for i, t in enumerate(times)], heavy=True),
+        _stream('/cam/image_raw/compressed', 'sensor_msgs/msg/CompressedImage',
+                lambda: [(t, _jpeg(t, i)) for i, t in enumerate(times)], heavy=True),
+        _stream('/joint_states', 'sensor_msgs/msg/JointState',
+                lambda: [(t, _joints(t, i)) for i, t in enumerate(times)]),
+    ]
+
+
+def test_auto_compression_chooses_per_channel(tmp_path: Path) -> None:
+    """The default: compressed payloads and images lz4 cannot shrink by a quarter go
+    into uncompressed chunks, the rest into lz4 chunks; every message reads back."""
+    out = tmp_path / 'auto'
+    write_bag(_episode(tmp_path, _compression_streams()), out)
+    assert _chunk_compressions(out) == {
+        '/center/image_raw': {'lz4'}, '/noise/image_raw': {'none'},
+        '/cam/image_raw/compressed': {'none'}, '/joint_states': {'lz4'}}
+    got = _read(out)
+    assert {t: len(v) for t, v in got.items()} == {
+        '/center/image_raw': 3, '/noise/image_raw': 3, '/cam/image_raw/compressed': 3,
+        '/joint_states': 3}
+    assert bytes(got['/noise/image_raw'][2][2].data) == bytes(_noise_image(0, 2).data)
+    with open(_mcap(out), 'rb') as f:  # the summary has every channel, by id
+        channels = make_reader(f).get_summary().channels  # type: ignore[union-attr]
+    assert sorted(c.topic for c in channels.values()) == sorted(got)
+
+
+@pytest.mark.parametrize('compression', ['none', 'lz4', 'zstd'])
+def test_a_named_compression_applies_to_every_chunk(tmp_path: Path, compression: str) -> None:
+    out = tmp_path / compression
+    write_bag(_episode(tmp_path, _compression_streams()), out, compression=compression)
+    assert set(map(frozenset, _chunk_compressions(out).values())) == {
+        frozenset({compression})}
 
 
 def _durability(profiles: Any) -> int:

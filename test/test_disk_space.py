@@ -56,18 +56,22 @@ def _open(kind: str, root: Path):
 @pytest.mark.parametrize('kind', list(KINDS))
 def test_estimate_is_within_20_percent_of_the_bag(kind: str, tmp_path: Path,
                                                   sample: Callable[[str], Path]) -> None:
-    """Each kind's small sample, in each --images mode that changes it."""
+    """Each kind's small sample, in each --images mode that changes it, with the default
+    compression (chunks of several compressions) and with one for every chunk."""
     root = sample(kind)
     for images in _modes(kind, root):
-        watch = SizeWatch()
-        summary = write_bag(_open(kind, root), tmp_path / images, images=images, size=watch)
-        real = tree_bytes(summary.path)
-        assert watch.estimate is not None, f'--images {images}: no estimate was made'
-        error = watch.estimate.bytes / real - 1
-        assert abs(error) <= TOLERANCE, \
-            f'--images {images}: estimated {watch.estimate.bytes} B, wrote {real} B'
-        mcap = summary.path / f'{summary.path.name}_0.mcap'
-        assert watch.written == mcap.stat().st_size
+        for compression in ('auto', 'lz4'):
+            how = f'--images {images} --compression {compression}'
+            watch = SizeWatch()
+            summary = write_bag(_open(kind, root), tmp_path / f'{images}-{compression}',
+                                images=images, compression=compression, size=watch)
+            real = tree_bytes(summary.path)
+            assert watch.estimate is not None, f'{how}: no estimate was made'
+            error = watch.estimate.bytes / real - 1
+            assert abs(error) <= TOLERANCE, \
+                f'{how}: estimated {watch.estimate.bytes} B, wrote {real} B'
+            mcap = summary.path / f'{summary.path.name}_0.mcap'
+            assert watch.written == mcap.stat().st_size
 
 
 def test_estimate_of_a_bag_of_many_chunks_with_the_hint(umi_episode: Path,
@@ -84,7 +88,7 @@ def test_estimate_of_a_bag_of_many_chunks_with_the_hint(umi_episode: Path,
     assert real / 2.0 * 3600 > disk_space.HINT_BYTES_PER_HOUR  # the premise
     line = made[0].line()
     assert line.startswith(f'estimated bag size: {size_text(made[0].bytes)} for 2.0 s of '
-                           'data (lz4); ')
+                           'data (compression auto); ')
     assert '--images h264' in line and '--images jpeg' in line
     assert f' free on {tmp_path}; ' in line
     watch = SizeWatch()

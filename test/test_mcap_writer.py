@@ -195,6 +195,48 @@ def test_lanes_per_channel_compression(tmp_path: Path) -> None:
     assert compressions == {t: {c} for t, c in expected.items()}
 
 
+def test_a_channel_registered_late_keeps_its_reserved_id(tmp_path: Path) -> None:
+    """A channel whose compression is decided at its first message (the bag's 'auto')
+    is registered after others' messages, with the id reserved for it in order; a
+    streaming reader meets it before its messages, and the summary lists channels by id."""
+    path = tmp_path / 'late.mcap'
+    with path.open('wb') as f:
+        writer = ChunkWriter(f, chunk_size=CHUNK, compression='lz4')
+        try:
+            writer.start('ros2', 'test')
+            schema = writer.schema_id('std_msgs/msg/String', 'ros2msg', b'string data')
+            assert writer.schema_id('std_msgs/msg/String', 'ros2msg', b'string data') == schema
+            first = writer.register_channel('/first', 'cdr', schema)
+            late = writer.reserve_channel_id()
+            last = writer.register_channel('/last', 'cdr', schema)
+            assert (first, late, last) == (1, 2, 3)
+            with pytest.raises(ValueError, match='not reserved'):
+                writer.register_channel('/other', 'cdr', schema, channel_id=9)
+            writer.add_message(first, 1, b'a', 1)
+            writer.add_message(last, 2, b'b', 2)
+            assert writer.register_channel('/late', 'cdr', schema, compression='none',
+                                           channel_id=late) == late
+            with pytest.raises(ValueError, match='not reserved'):  # once only
+                writer.register_channel('/again', 'cdr', schema, channel_id=late)
+            writer.add_message(late, 3, b'c' * 100, 3)
+            writer.finish()
+        finally:
+            writer.close()
+    topics: dict[int, str] = {}
+    streamed = []
+    for rec in StreamReader(str(path), validate_crcs=True).records:
+        if isinstance(rec, Channel):
+            topics.setdefault(rec.id, rec.topic)
+        elif isinstance(rec, Message):
+            streamed.append((topics[rec.channel_id], rec.data))
+    assert streamed == [('/first', b'a'), ('/last', b'b'), ('/late', b'c' * 100)]
+    with path.open('rb') as f:
+        summary = make_reader(f).get_summary()
+    assert summary is not None
+    assert [(i, c.topic) for i, c in summary.channels.items()] == [
+        (1, '/first'), (2, '/late'), (3, '/last')]
+
+
 class _WriteLog(io.BytesIO):
     """A real in-memory file that also keeps every buffer handed to write()."""
 

@@ -44,7 +44,10 @@ def bag_args(p: argparse.ArgumentParser) -> None:
     p.add_argument('--jpeg-quality', type=jpeg_quality, default=95, metavar='Q',
                    help='1-100 (default 95)')
     p.add_argument('--compression', choices=COMPRESSIONS, default=DEFAULT_COMPRESSION,
-                   help=f'MCAP chunk compression (default {DEFAULT_COMPRESSION})')
+                   help='MCAP chunk compression. auto (the default): per channel, '
+                        'CompressedImage and CompressedVideo uncompressed, small messages '
+                        'lz4, a raw image or point cloud stream lz4 unless lz4 saves under '
+                        '25%% of its first message; none, lz4, zstd: every chunk so')
     p.add_argument('--no-space-check', action='store_true',
                    help='write the bag even when its size, estimated early in the write, is '
                         'more than the free space of the output\'s disk (by default such a '

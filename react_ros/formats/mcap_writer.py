@@ -153,6 +153,7 @@ class ChunkWriter:
         self._channel_lanes: dict[int, _Lane] = {}
         self._schemas: dict[int, Schema] = {}
         self._channels: dict[int, Channel] = {}
+        self._next_channel_id = 1
         self._stats = Statistics(
             attachment_count=0, channel_count=0, channel_message_counts=defaultdict(int),
             chunk_count=0, message_count=0, metadata_count=0, message_start_time=0,
@@ -171,6 +172,11 @@ class ChunkWriter:
         self._pool: ThreadPoolExecutor | None = None
         self._writer: threading.Thread | None = None
         self._closed = False
+
+    @property
+    def compression(self) -> str:
+        """The chunks' compression for channels registered without one of their own."""
+        return self._compression
 
     @property
     def bytes_written(self) -> int:
@@ -211,16 +217,35 @@ class ChunkWriter:
         self._add_record(lane, _record(schema))
         return schema.id
 
+    def schema_id(self, name: str, encoding: str, data: bytes) -> int:
+        """The id of the schema `name`, registering it (`register_schema`) the first time."""
+        for schema in self._schemas.values():
+            if schema.name == name and schema.encoding == encoding:
+                return schema.id
+        return self.register_schema(name, encoding, data)
+
+    def reserve_channel_id(self) -> int:
+        """An id for a channel registered later (`register_channel(channel_id=...)`), so
+        that ids follow the order the caller knows its channels in, not the order their
+        compression gets decided."""
+        self._next_channel_id += 1
+        return self._next_channel_id - 1
+
     def register_channel(self, topic: str, message_encoding: str, schema_id: int,
                          metadata: dict[str, str] | None = None,
-                         compression: str | None = None) -> int:
+                         compression: str | None = None, channel_id: int | None = None
+                         ) -> int:
         """`compression` ('none', 'lz4', 'zstd'): the chunks this channel's messages go
-        in; by default the writer's."""
+        in; by default the writer's. `channel_id`: one `reserve_channel_id` gave."""
         self._check()
         if compression is not None and compression not in COMPRESSIONS:
             raise ValueError(f'{topic}: compression {compression!r}: expected one of '
                              f'{COMPRESSIONS}')
-        channel = Channel(id=len(self._channels) + 1, topic=topic, schema_id=schema_id,
+        if channel_id is None:
+            channel_id = self.reserve_channel_id()
+        elif channel_id in self._channels or not 0 < channel_id < self._next_channel_id:
+            raise ValueError(f'{topic}: channel id {channel_id} was not reserved')
+        channel = Channel(id=channel_id, topic=topic, schema_id=schema_id,
                           message_encoding=message_encoding, metadata=metadata or {})
         self._channels[channel.id] = channel
         self._stats.channel_count += 1
@@ -344,7 +369,7 @@ class ChunkWriter:
         offsets: list[SummaryOffset] = []
         groups = [
             (Opcode.SCHEMA, list(self._schemas.values())),
-            (Opcode.CHANNEL, list(self._channels.values())),
+            (Opcode.CHANNEL, sorted(self._channels.values(), key=lambda c: c.id)),
             (Opcode.STATISTICS, [self._stats]),
             (Opcode.CHUNK_INDEX, self._chunk_indexes),
             (Opcode.ATTACHMENT_INDEX, []),

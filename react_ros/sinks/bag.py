@@ -26,6 +26,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, cast
 
+import lz4.frame
 import yaml
 from mcap import __version__ as mcap_version
 from rclpy.qos import LivelinessPolicy, QoSProfile
@@ -58,13 +59,23 @@ JOIN_S = 10.0
 CHUNK_SIZE = 4 * 1024 * 1024
 # What rmw reports for "no deadline / lifespan / lease" and rosbag2 therefore records.
 _INFINITE = {'sec': 9223372036, 'nsec': 854775807}
-COMPRESSIONS = ('none', 'zstd', 'lz4')
+# 'auto' chooses per channel (chunk_compression); the others apply to every chunk.
+COMPRESSIONS = ('auto', 'none', 'zstd', 'lz4')
 _COMPRESSION = {name: name for name in COMPRESSIONS}
-# Chosen from bench/bench_convert.py (docs/speed.md) before the writer was pipelined: on raw UMI,
-# lz4 made the bag 0.82x at no cost in convert time (12.4 s against 14.2 s uncompressed:
-# fewer bytes to disk), reading back in 1.2 s; zstd made it 0.60x but took 1.5x as long to
-# write and 5x to read. JPEG/PNG data does not compress further either way.
-DEFAULT_COMPRESSION = 'lz4'
+# Measured with bench/bench_convert.py once the writer was pipelined (docs/speed.md): on
+# raw UMI images lz4 made the bag 0.82x in the same convert time as none (it runs on the
+# writer's threads), zstd 0.60x at 1.9x the time and 3x the reading time; JPEG, PNG and
+# video bytes do not compress further (lz4 saves under 1 %). Small messages (TF, joint
+# states, poses) compress 3-10x. So 'auto': compressed payloads go in uncompressed
+# chunks, small messages in lz4 chunks, and the big messages of a heavy stream (raw
+# images, point clouds) by what lz4 does to the stream's first one.
+DEFAULT_COMPRESSION = 'auto'
+# Types whose payloads are compressed already: their chunks are written as they are.
+PRECOMPRESSED = frozenset({'sensor_msgs/msg/CompressedImage',
+                           'foxglove_msgs/msg/CompressedVideo'})
+# A heavy stream whose first message lz4 shrinks by less than this share is written
+# uncompressed (a camera's noise barely compresses; depth, labels and clouds do).
+PROBE_MIN_SAVING = 0.25
 # raw: sensor_msgs/Image; jpeg, png: CompressedImage as image_transport writes it;
 # h264: the videos as foxglove_msgs/CompressedVideo (sinks/compressed_video.py).
 IMAGE_MODES = ('raw', 'jpeg', 'png', 'h264')
@@ -150,8 +161,12 @@ class _Topic:
     name: str
     msg_type: str
     latched: bool
+    heavy: bool = False
     channel_id: int = 0
     count: int = 0
+    # Its chunks' compression; '' until it is registered ('auto' registers a heavy topic
+    # at its first message, with the channel id reserved for it).
+    compression: str = ''
 
 
 def _topics(streams: Sequence[Stream]) -> dict[str, _Topic]:
@@ -159,7 +174,7 @@ def _topics(streams: Sequence[Stream]) -> dict[str, _Topic]:
     def conflict(topic: str, first: str, other: str) -> Exception:
         return SinkError(f'{topic}: two streams with different types ({first}, {other}) '
                          'cannot share one bag topic')
-    return {name: _Topic(name, t.msg_type, t.latched)
+    return {name: _Topic(name, t.msg_type, t.latched, t.heavy)
             for name, t in fold_topics(streams, conflict).items()}
 
 
@@ -206,9 +221,11 @@ def _write(episode: Episode, streams: list[Stream], tmp: Path, out: Path,
                 # The bag's timeline is the data's: log time = publish time = the stamp.
                 # (The writer takes any buffer; its annotation says bytes.)
                 data = ev.msg if is_cdr else cast(bytes, cdr_payload(ev.msg))
+                if not t.compression:
+                    _register(writer, t, probed(data))
                 writer.add_message(t.channel_id, log_time=ev.t_ns, publish_time=ev.t_ns,
                                    data=data, sequence=t.count)
-                estimate = sizer.add(ev.stream_idx, ev.t_ns, data)
+                estimate = sizer.add(ev.stream_idx, ev.t_ns, data, t.compression)
                 if estimate is not None:
                     check_fits(estimate, size)  # a refusal says the numbers itself
                     if size.on_estimate is not None:
@@ -241,11 +258,11 @@ def _sizer(episode: Episode, streams: Sequence[Stream], topics: dict[str, _Topic
     (its YAML and the record's and its index's framing) and metadata.yaml.
     """
     span = episode.end_ns - episode.start_ns
-    counts = [dataclasses.replace(t) for t in topics.values()]  # its channel ids stay
+    counts = [dataclasses.replace(t, channel_id=0, compression='') for t in topics.values()]
     meta = bag_metadata(counts, file_name, episode.start_ns, span,
                         sum(s.count or 0 for s in streams))
     buf = io.BytesIO()
-    _start_mcap(buf, counts, compression).finish()
+    _start_mcap(buf, counts, compression, defer=False).finish()
     record = _dump(meta)
     # metadata.yaml is the same YAML under one key, each line indented by two spaces
     yaml_bytes = len(_YAML_KEY) + len(record.encode()) + 2 * record.count('\n')
@@ -315,23 +332,52 @@ def _closing(iterators: list[Iterator[tuple[int, Any]]],
                 close()
 
 
-def _start_mcap(f: IO[bytes], topics: Iterable[_Topic], compression: str) -> ChunkWriter:
+def _start_mcap(f: IO[bytes], topics: Iterable[_Topic], compression: str,
+                defer: bool = True) -> ChunkWriter:
     """A started MCAP writer with one schema per type and one channel per topic.
 
     formats/mcap_writer.py: mcap.Writer's bytes, with chunks compressed and written on
-    threads of their own while this thread builds the next messages.
+    threads of their own while this thread builds the next messages. Under 'auto' a
+    heavy topic is registered at its first message (`_register`), unless not `defer`.
     """
-    writer = ChunkWriter(f, chunk_size=CHUNK_SIZE, compression=compression)
+    writer = ChunkWriter(f, chunk_size=CHUNK_SIZE,
+                         compression='lz4' if compression == 'auto' else compression)
     writer.start(profile='ros2', library=f'react_ros {__version__}; mcap-python {mcap_version}')
-    schema_ids: dict[str, int] = {}
     for t in topics:
-        if t.msg_type not in schema_ids:
-            schema_ids[t.msg_type] = writer.register_schema(
-                t.msg_type, 'ros2msg', definition_text(t.msg_type).encode())
-        t.channel_id = writer.register_channel(t.name, 'cdr', schema_ids[t.msg_type], {
-            'offered_qos_profiles': offered_qos_yaml(t.latched),
-            'topic_type_hash': type_hash(t.msg_type)})
+        lane = chunk_compression(t.msg_type, t.heavy, compression)
+        if lane or not defer:
+            _register(writer, t, lane or writer.compression)
+        else:  # its schema and channel ids where they would be had it been registered now
+            writer.schema_id(t.msg_type, 'ros2msg', definition_text(t.msg_type).encode())
+            t.channel_id = writer.reserve_channel_id()
     return writer
+
+
+def chunk_compression(msg_type: str, heavy: bool, compression: str) -> str:
+    """The chunk compression of a topic's messages, or '' when its first message decides
+    (`probed`): `compression` itself unless it is 'auto' (see DEFAULT_COMPRESSION)."""
+    if compression != 'auto':
+        return compression
+    if msg_type in PRECOMPRESSED:
+        return 'none'
+    return '' if heavy else 'lz4'
+
+
+def probed(data: bytes) -> str:
+    """'lz4' if lz4 shrinks this message by PROBE_MIN_SAVING, else 'none'."""
+    return 'lz4' if len(lz4.frame.compress(data)) <= (1 - PROBE_MIN_SAVING) * len(data) \
+        else 'none'
+
+
+def _register(writer: ChunkWriter, t: _Topic, compression: str) -> None:
+    """`t`'s channel (and its type's schema, once per file), its chunks `compression`."""
+    t.channel_id = writer.register_channel(
+        t.name, 'cdr', writer.schema_id(t.msg_type, 'ros2msg',
+                                        definition_text(t.msg_type).encode()),
+        {'offered_qos_profiles': offered_qos_yaml(t.latched),
+         'topic_type_hash': type_hash(t.msg_type)},
+        compression=compression, channel_id=t.channel_id or None)
+    t.compression = compression
 
 
 def bag_metadata(topics: Sequence[_Topic], file_name: str, start_ns: int, duration_ns: int,

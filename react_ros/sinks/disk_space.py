@@ -69,16 +69,17 @@ class SizeEstimate:
     hint: str = ''  # advice towards smaller images, or ''
 
     def line(self) -> str:
-        """`estimated bag size: 2.9 GB for 3.0 s of data (lz4); 1.1 TB free on /data`."""
+        """`estimated bag size: 2.9 GB for 3.0 s of data (compression auto); 1.1 TB free on
+        /data`."""
         free = (f'{size_text(self.free)} free on {self.where}' if self.free is not None
                 else f'free space on {self.where} unknown')
         hint = f'; {self.hint}' if self.hint else ''
         return (f'estimated bag size: {size_text(self.bytes)} for {self.data_ns / 1e9:.1f} s '
-                f'of data ({self.compression}); {free}{hint}')
+                f'of data (compression {self.compression}); {free}{hint}')
 
     def refusal(self) -> str:
         return (f'{self.out}: the bag would take about {size_text(self.bytes)} '
-                f'({self.data_ns / 1e9:.1f} s of data, {self.compression}) and only '
+                f'({self.data_ns / 1e9:.1f} s of data, compression {self.compression}) and only '
                 f'{size_text(self.free or 0)} is free on {self.where}; free some space, write '
                 'it elsewhere, choose smaller images (--images h264 or jpeg), or pass '
                 '--no-space-check to write it anyway')
@@ -142,8 +143,9 @@ class BagSizer:
     """Follows one bag's write message by message; makes the estimate once.
 
     `bytes_written()`: the bag file's bytes on disk now; it must grow only when the
-    writer has put every message added so far out of its buffer (the MCAP writer
-    flushes its whole chunk at once). `start_ns`, `span_ns`: the episode's data time.
+    writer has put every message added so far to the same chunk compression out of its
+    buffer (the MCAP writer flushes a whole chunk at once, one open chunk per
+    compression). `start_ns`, `span_ns`: the episode's data time.
     `empty_bag`: the MCAP file this bag would be with no message; `extra`: the bytes
     every bag adds to that whatever its messages (its rosbag2 record, metadata.yaml).
     """
@@ -153,6 +155,8 @@ class BagSizer:
                  compression: str, images: str, watch: SizeWatch) -> None:
         self.out, self.streams, self.watch = out, streams, watch
         self.images, self.compression = images, compression
+        # 'auto' (sinks/bag.py) puts what is not decided otherwise in lz4 chunks
+        self.default = 'lz4' if compression == 'auto' else compression
         self._bytes_written = bytes_written
         self.head = bytes_written()  # what is on disk before the first chunk
         self.watch.written = self.head
@@ -169,18 +173,24 @@ class BagSizer:
         self.seen = [0] * n  # messages per stream
         self.record_bytes = [0] * n  # their records' bytes
         self.first_bytes = [0] * n  # the first record's bytes
-        self.pending = [0] * n  # record bytes per stream in the writer's open chunk
-        self.chunk: list[bytes] = []  # its messages, in order (references)
+        self.pending = [0] * n  # record bytes per stream in the writer's open chunks
+        # Each stream's chunk compression, once it has a message ('' before); the writer
+        # keeps an open chunk per compression (formats/mcap_writer.py: its lanes).
+        self.lanes = [''] * n
+        self.chunks: dict[str, list[bytes]] = {}  # the open chunks' messages (references)
         self.flushed = [0] * n  # record bytes per stream in chunks on disk
         self.flushed_count = 0  # messages in chunks on disk
+        self._flushed_seen = [0] * n  # of them, per stream
         # Each stream's latest messages (references, not copies), to measure how well
         # it compresses: streams differ (video packets do not, joint states do a lot).
         self.samples: list[deque[bytes]] = [deque() for _ in range(n)]
         self.sample_bytes = [0] * n
         self.done = False
 
-    def add(self, stream_idx: int, t_ns: int, data: bytes) -> SizeEstimate | None:
-        """Count one message just given to the writer; the estimate when it is due."""
+    def add(self, stream_idx: int, t_ns: int, data: bytes, compression: str = ''
+            ) -> SizeEstimate | None:
+        """Count one message just given to the writer, in a chunk of `compression` (by
+        default the bag's); the estimate when it is due."""
         self.watch.done_ns = max(t_ns - self.start_ns, 0)
         if self.done:  # the data time only: the bytes when the progress line asks (update)
             return None
@@ -190,19 +200,24 @@ class BagSizer:
         self.seen[i] += 1
         self.record_bytes[i] += size
         self.pending[i] += size
-        self.chunk.append(data)
+        lane = self.lanes[i] = compression or self.default
+        self.chunks.setdefault(lane, []).append(data)
         self._sample(i, data)
         written = self._bytes_written()
-        if written != self.watch.written:  # the chunk went out, this message with it
-            self.flushed_count = sum(self.seen)
-            self.flushed = list(self.record_bytes)
-            self.pending, self.chunk = [0] * len(self.streams), []
+        if written != self.watch.written:  # this message's chunk went out, the message with it
+            for j, other in enumerate(self.lanes):
+                if other == lane:
+                    self.flushed_count += self.seen[j] - self._flushed_seen[j]
+                    self._flushed_seen[j] = self.seen[j]
+                    self.flushed[j] = self.record_bytes[j]
+                    self.pending[j] = 0
+            self.chunks[lane] = []
             self.watch.written = written
         if not self._due():
             return None
         self.done = True
         estimate = self._estimate()
-        self.samples, self.chunk = [], []  # held only for this measurement
+        self.samples, self.chunks = [], {}  # held only for this measurement
         return estimate
 
     def update(self) -> None:
@@ -226,15 +241,16 @@ class BagSizer:
             for i, s in enumerate(self.streams) if s.msg_type in BIG_TYPES)
 
     def _estimate(self) -> SizeEstimate:
-        compress = _compressor(self.compression)
-        ratios = [len(compress(b''.join(sample))) / max(size, 1)
-                  for sample, size in zip(self.samples, self.sample_bytes)]
+        default = self.default
+        ratios = [len(_compressor(lane or default)(b''.join(sample))) / max(size, 1)
+                  for sample, size, lane in zip(self.samples, self.sample_bytes, self.lanes)]
         written = self.watch.written
-        preamble = len(compress(self.empty_bag))
+        preamble = len(_compressor(default)(self.empty_bag))
         # Alone, a stream compresses better than among the others (a chunk interleaves
         # them): the streams' ratios are scaled to what the chunks so far made of the
-        # same messages, those on disk and the open one as it will be compressed.
-        pending = float(len(compress(b''.join(self.chunk)))) if self.chunk else 0.0
+        # same messages, those on disk and the open ones as they will be compressed.
+        pending = float(sum(len(_compressor(lane)(b''.join(chunk)))
+                            for lane, chunk in self.chunks.items() if chunk))
         on_disk = 0.0
         if self.flushed_count:
             on_disk = max(written - self.head - INDEX_ENTRY * self.flushed_count - preamble, 0)
