@@ -8,13 +8,18 @@ UMI sample at the dataset's own 1920x1200), the same sample episode for every ro
             size (none, lz4, zstd); JPEG and PNG encoding of decoded frames with the
             encoder `--images jpeg|png` uses, on every core (threads and processes);
             reading the videos' packets (demux, what h264 does instead of decoding);
-  modes     `convert` with --images raw / jpeg / png x --compression none / lz4 / zstd
-            and h264: bytes, seconds, images/s, MB/s written, and the ratio to the
-            mode's limit:
+  modes     `convert` with --images raw / jpeg / png x --compression auto (the default)
+            / none / lz4 / zstd and h264: bytes, seconds, images/s, MB/s written, and the
+            ratio to the mode's limit:
               raw   MB/s written / min(decode, write limit), in MB/s of the raw bag
                     (the same as images/s / min(decode, write limit) in images/s);
               jpeg  images/s / min(decode, JPEG encode); png likewise with PNG encode;
               h264  images/s / demux;
+            and to the shared-cores limit: decoding and the mode's second stage (the
+            writes, the encoder) each measured alone on every core, so on this machine
+            they take turns on the same cores: 1 / (1/decode + 1/second stage), the rate
+            if no core ever waited (on many cores the stages overlap instead, and
+            min() is the limit);
   read      reading every message back from each bag (MCAP only, no image decode);
   release   convert-all on a small release with 1 and 2 worker processes and on a
             local Ray: episodes/s, and the ratios between them.
@@ -50,8 +55,8 @@ from react_ros.sinks.bag import CHUNK_SIZE, write_bag
 from support import (add_cache_argument, bench_settings, decode_together, disk_free,
                      first_frames, image_topics, log, plain_write_s, sample)
 
-MODES = [('raw', 'none'), ('raw', 'lz4'), ('raw', 'zstd'), ('jpeg', 'none'),
-         ('jpeg', 'zstd'), ('png', 'none')]
+MODES = [('raw', 'none'), ('raw', 'auto'), ('raw', 'lz4'), ('raw', 'zstd'),
+         ('jpeg', 'auto'), ('jpeg', 'lz4'), ('png', 'auto')]
 _MCAP_COMPRESSION = {'none': CompressionType.NONE, 'zstd': CompressionType.ZSTD,
                      'lz4': CompressionType.LZ4}
 WRITE_PIECE = 4 * 1024 * 1024  # the plain writes' size: the bag writer's chunk size
@@ -206,6 +211,7 @@ class Row:
     limit: str = ''  # which limit, with its value
     limit_rate: float = 0.0  # images/s
     target: float | None = None
+    shared_rate: float | None = None  # the shared-cores limit, images/s (module docstring)
 
     def rate(self, n_images: int) -> float:
         return n_images / self.seconds
@@ -297,15 +303,15 @@ def bench_kind(args: argparse.Namespace, spec: dict) -> None:
 
         log('convert --images h264')
         bag = scratch / 'h264'
-        h264_s, _ = convert(ep, bag, 'h264', 'lz4')
-        h264 = Row('h264', 'lz4', bag_bytes(bag), h264_s, read_back(bag))
+        h264_s, _ = convert(ep, bag, 'h264', 'auto')
+        h264 = Row('h264', 'auto', bag_bytes(bag), h264_s, read_back(bag))
         shutil.rmtree(bag)
         video_size = sum(p.stat().st_size for p in sources)
         demux_s = read_packets(sources)
         # The rest of the episode (poses, TF, camera_info, robot state) as its own
         # conversion: what --images h264 adds to it is what the videos cost.
         bag = scratch / 'no_images'
-        rest_s, _ = convert(ep, bag, 'raw', 'lz4', exclude=tuple(cameras))
+        rest_s, _ = convert(ep, bag, 'raw', 'auto', exclude=tuple(cameras))
         shutil.rmtree(bag)
 
         log('release rows')
@@ -329,17 +335,12 @@ def bench_kind(args: argparse.Namespace, spec: dict) -> None:
     png_limit = max(encode['png'].values())
     demux = n_images / demux_s
     for row in rows:
-        if row.images == 'raw':
-            row.limit_rate = min(decode, write_limit)
-            row.limit = 'decode' if decode <= write_limit else 'write limit'
-            row.target = RAW_TARGET
-        elif row.images == 'jpeg':
-            row.limit_rate = min(decode, jpeg_limit)
-            row.limit = 'decode' if decode <= jpeg_limit else 'jpeg encode'
-            row.target = JPEG_TARGET
-        else:
-            row.limit_rate = min(decode, png_limit)
-            row.limit = 'decode' if decode <= png_limit else 'png encode'
+        second, name = {'raw': (write_limit, 'write limit'), 'jpeg': (jpeg_limit, 'jpeg encode'),
+                        'png': (png_limit, 'png encode')}[row.images]
+        row.limit_rate = min(decode, second)
+        row.limit = 'decode' if decode <= second else name
+        row.shared_rate = 1 / (1 / decode + 1 / second)
+        row.target = {'raw': RAW_TARGET, 'jpeg': JPEG_TARGET}.get(row.images)
     h264.limit_rate, h264.limit = demux, 'demux'
     rows.append(h264)
 
@@ -375,17 +376,19 @@ def bench_kind(args: argparse.Namespace, spec: dict) -> None:
           f'{len(sources)} videos\' packets, no decode |')
     print()
     print('| --images | --compression | bytes | vs raw | convert s | images/s | MB/s written | '
-          'limit, images/s | ratio | target | read back s |')
-    print('|---|---|---|---|---|---|---|---|---|---|---|')
+          'limit, images/s | ratio | target | shared-cores limit | ratio | read back s |')
+    print('|---|---|---|---|---|---|---|---|---|---|---|---|---|')
     for row in rows:
         rate = row.rate(n_images)
         ratio = rate / row.limit_rate
         target = ('' if row.target is None else
                   f'>= {row.target:g} (idle): {"met" if ratio >= row.target else "NOT met"}')
+        shared = (' | ' if row.shared_rate is None else
+                  f'{row.shared_rate:.0f} | {rate / row.shared_rate:.2f}')
         print(f'| {row.images} | {row.compression} | {row.size / 1e6:,.1f} MB | '
               f'{row.size / raw.size:.3f} | {row.seconds:.2f} | {rate:.1f} | '
               f'{row.size / row.seconds / 1e6:,.0f} | {row.limit} {row.limit_rate:.0f} | '
-              f'{ratio:.2f} | {target} | {row.read_s:.2f} |')
+              f'{ratio:.2f} | {target} | {shared} | {row.read_s:.2f} |')
     print()
     for row in rows:
         if row.images == 'raw' and row.compression in mcap_limit:

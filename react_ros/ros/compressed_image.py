@@ -16,8 +16,10 @@ ship; humble where it differs):
   depth_max (z0 = depth_quantization 100, depth_max 10 m), decoded d = A / (q - B), q = 0
   meaning no depth (NaN); 16UC1 (millimetres) is stored as it is.
 
-Pillow does the encoding here (zlib and libjpeg release the GIL, so callers may run it on
-threads); the bytes differ from OpenCV's, the decoded images do not depend on which wrote
+Pillow does the encoding here: zlib releases the GIL, so callers may run PNG and TIFF on
+threads, but Pillow's JPEG encoder holds it, so a caller with many JPEGs to make sends
+`jpeg_input` to processes (formats/jpeg_encoder.py) and wraps what comes back with
+`jpeg_message`: the same bytes as `compress`. The bytes differ from OpenCV's, the decoded images do not depend on which wrote
 them. The decoders below take an already decoded array, so tests can decode with OpenCV,
 the decoder image_transport itself uses.
 """
@@ -30,6 +32,8 @@ from typing import Any
 import numpy as np
 from PIL import Image as PilImage
 from sensor_msgs.msg import CompressedImage, Image
+
+from react_ros.formats import jpeg_encoder
 
 COMPRESSED = 'compressed'  # transport names: the topic suffix after the base topic
 COMPRESSED_DEPTH = 'compressedDepth'
@@ -66,11 +70,15 @@ def image_array(msg: Image) -> np.ndarray:
     return pixels.reshape(shape).astype(dtype.newbyteorder('='), copy=False)
 
 
+# encoding -> Pillow's image mode and raw mode of its pixels
+_PIL_MODES = {'rgb8': ('RGB', 'RGB'), 'bgr8': ('RGB', 'BGR'), 'mono8': ('L', 'L'),
+              '8UC1': ('L', 'L'), 'mono16': ('I;16', 'I;16'), '16UC1': ('I;16', 'I;16'),
+              '32FC1': ('F', 'F')}
+
+
 def _pil(array: np.ndarray, encoding: str) -> PilImage.Image:
     h, w = array.shape[:2]
-    mode, raw = {'rgb8': ('RGB', 'RGB'), 'bgr8': ('RGB', 'BGR'), 'mono8': ('L', 'L'),
-                 '8UC1': ('L', 'L'), 'mono16': ('I;16', 'I;16'), '16UC1': ('I;16', 'I;16'),
-                 '32FC1': ('F', 'F')}[encoding]
+    mode, raw = _PIL_MODES[encoding]
     if array.dtype.itemsize > 1:  # Pillow's I;16 and F raw modes are little-endian / native
         array = array.astype(array.dtype.newbyteorder('<'), copy=False)
     return PilImage.frombuffer(mode, (w, h), np.ascontiguousarray(array), 'raw', raw, 0, 1)
@@ -96,15 +104,12 @@ def compress(msg: Image, codec: str, quality: int = JPEG_QUALITY) -> CompressedI
     jpeg: 8-bit colour or grey only (the plugin's 16-bit JPEG is 8-bit, lossy twice);
     png: 8- and 16-bit, lossless; tiff: every encoding here, lossless (32FC1 included).
     """
+    if codec == 'jpeg':
+        return jpeg_message(msg, jpeg_encoder.encode(*jpeg_input(msg), quality))
     array = image_array(msg)
     colour = _LAYOUT[msg.encoding][2]
     bits = array.dtype.itemsize * 8
     img = _pil(array, msg.encoding)
-    if codec == 'jpeg':
-        if bits != 8:
-            raise ValueError(f'jpeg takes 8-bit images, not {msg.encoding}')
-        return _message(msg, f'{msg.encoding}; jpeg compressed {"bgr8" if colour else "mono8"}',
-                        _saved(img, 'JPEG', quality=quality))
     if codec == 'png':
         if bits not in (8, 16):
             raise ValueError(f'png takes 8- and 16-bit images, not {msg.encoding}')
@@ -114,6 +119,23 @@ def compress(msg: Image, codec: str, quality: int = JPEG_QUALITY) -> CompressedI
         return _message(msg, f'{msg.encoding}; tiff compressed ',
                         _saved(img, 'TIFF', compression='tiff_adobe_deflate'))
     raise ValueError(f'unknown codec {codec!r} (jpeg, png, tiff)')
+
+
+def jpeg_input(msg: Image) -> tuple[np.ndarray, int, int, str, str]:
+    """What formats/jpeg_encoder.encode takes for `msg` after the quality: its pixels, width,
+    height and Pillow modes. 8-bit colour or grey only (ValueError otherwise)."""
+    array = image_array(msg)
+    if array.dtype.itemsize != 1:
+        raise ValueError(f'jpeg takes 8-bit images, not {msg.encoding}')
+    mode, raw = _PIL_MODES[msg.encoding]
+    return np.ascontiguousarray(array), int(msg.width), int(msg.height), mode, raw
+
+
+def jpeg_message(msg: Image, data: bytes) -> CompressedImage:
+    """The CompressedImage of `msg` holding `data`, its JPEG."""
+    colour = _LAYOUT[msg.encoding][2]
+    return _message(msg, f'{msg.encoding}; jpeg compressed {"bgr8" if colour else "mono8"}',
+                    data)
 
 
 def compress_depth(msg: Image, depth_max: float = DEPTH_MAX,

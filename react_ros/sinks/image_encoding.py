@@ -21,12 +21,13 @@ float64 millimetres computed from camera z). `png` promises what PNG promises, n
 and the `compressed` plugin's `tiff` format is the one standard codec that keeps a
 32FC1 image bit for bit (`32FC1; tiff compressed `, decoded by cv::imdecode as 32FC1).
 
-Encoding runs on a thread pool shared by the streams: each stream keeps a window of
-frames in flight and yields them in order, so the bag is the same whatever the
-scheduling (Pillow's encoders are deterministic; two runs give identical bytes).
-After a stop signal (sinks/output.py) the workers skip what is queued, the reader
-stops waiting within STOP_POLL_S, and the pool is joined when the encoder's `with`
-block ends.
+Encoding runs on a thread pool shared by the streams, and JPEG in worker processes
+(formats/jpeg_encoder.py: Pillow's JPEG encoder holds the GIL, so threads did not run
+two at once) where there is more than one core: each stream keeps a window of frames
+in flight and yields them in order, so the bag is the same whatever the scheduling
+(Pillow's encoders are deterministic; two runs give identical bytes). After a stop
+signal (sinks/output.py) the workers skip what is queued, the reader stops waiting
+within STOP_POLL_S, and the pools are joined when the encoder's `with` block ends.
 """
 from __future__ import annotations
 
@@ -41,6 +42,7 @@ from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import CompressedImage, Image
 
 from react_ros.errors import SinkError
+from react_ros.formats.jpeg_encoder import JpegProcesses
 from react_ros.ros import compressed_image as ci
 from react_ros.sinks.output import STOP_POLL_S, check_stop
 from react_ros.streams import Stream
@@ -126,6 +128,8 @@ class ImageEncoder:
         self.quality = jpeg_quality
         self.workers = workers or min(MAX_WORKERS, os.cpu_count() or 1)
         self._pool: ThreadPoolExecutor | None = None
+        # JPEGs in processes, started at the first; on one core threads do as well.
+        self._jpeg = JpegProcesses(self.workers) if self.workers > 1 else None
 
     def __enter__(self) -> ImageEncoder:
         if self.mode != 'raw':
@@ -136,6 +140,8 @@ class ImageEncoder:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+        if self._jpeg is not None:
+            self._jpeg.close()
 
     def streams(self, streams: Sequence[Stream]) -> list[Stream]:
         """`streams` with each Image stream replaced by its CompressedImage stream."""
@@ -166,38 +172,61 @@ class ImageEncoder:
             raise RuntimeError('ImageEncoder used outside its `with` block')
         pool = self._pool
         quality = self.quality
+        jpeg = self._jpeg if plan.transport == ci.COMPRESSED and plan.codec == 'jpeg' else None
 
-        def work(t_ns: int, msg: Any) -> CompressedImage:
-            check_stop()  # queued before a stop: skipped, the reader is leaving
+        def checked(t_ns: int, msg: Any) -> Image:
             image = _image(msg)
             if image.encoding != plan.encoding:
                 raise SinkError(f'{topic}: the image at {t_ns} ns is {image.encoding}, '
                                 f'the stream began as {plan.encoding}')
+            return image
+
+        def work(t_ns: int, msg: Any) -> CompressedImage:
+            check_stop()  # queued before a stop: skipped, the reader is leaving
+            image = checked(t_ns, msg)
             try:
                 return plan.encode(image, quality)
             except ValueError as err:
                 raise SinkError(f'{topic}: the image at {t_ns} ns: {err}') from None
 
-        window: deque[tuple[int, Future[CompressedImage]]] = deque()
+        def submit(t_ns: int, msg: Any) -> tuple[Future[Any], Callable[[], CompressedImage]]:
+            """The frame's encoding under way, and what waits for its message."""
+            if jpeg is None:
+                fut = pool.submit(work, t_ns, msg)
+                return fut, lambda: _result(fut)
+            image = checked(t_ns, msg)
+            try:
+                jpeg_fut = jpeg.submit(*ci.jpeg_input(image), quality)
+            except ValueError as err:
+                raise SinkError(f'{topic}: the image at {t_ns} ns: {err}') from None
+
+            def finish() -> CompressedImage:
+                try:
+                    return ci.jpeg_message(image, _result(jpeg_fut))
+                except ValueError as err:  # the encoder's refusal
+                    raise SinkError(f'{topic}: the image at {t_ns} ns: {err}') from None
+            return jpeg_fut, finish
+
+        window: deque[tuple[int, Future[Any], Callable[[], CompressedImage]]] = deque()
         limit = WINDOW_PER_WORKER * self.workers
         try:
             for t_ns, msg in source:
-                window.append((t_ns, pool.submit(work, t_ns, msg)))
+                window.append((t_ns, *submit(t_ns, msg)))
                 if len(window) >= limit:
-                    t, fut = window.popleft()
-                    yield t, _result(fut)
+                    t, _fut, finish = window.popleft()
+                    yield t, finish()
             while window:
-                t, fut = window.popleft()
-                yield t, _result(fut)
+                t, _fut, finish = window.popleft()
+                yield t, finish()
         finally:
-            for _, fut in window:
+            for _, fut, _finish in window:
                 fut.cancel()
             close: Callable[[], None] | None = getattr(source, 'close', None)
             if close is not None:
                 close()
 
 
-def _result(fut: Future[CompressedImage]) -> CompressedImage:
+def _result(fut: Future[Any]) -> Any:
     """The future's result, looking at the stop flag every STOP_POLL_S while it waits."""
     while True:
         check_stop()
