@@ -404,3 +404,35 @@ def test_drain_gives_the_position_mcap_writer_has_after_each_call(compression: s
     for w in writers:
         w.finish()
     assert ours.getvalue() == theirs.getvalue()
+
+
+@pytest.mark.parametrize('compression', ['none', 'lz4'])
+def test_finalized_bytes_is_the_position_mcap_writer_has_after_each_call(
+        compression: str) -> None:
+    """The same without waiting for the writes: the file is a pipe that nobody reads
+    until the end, so nothing past its buffer is written while the sizes are asked."""
+    theirs = io.BytesIO()
+    mine = Writer(theirs, chunk_size=4096, compression=CompressionType[compression.upper()])
+    read_end, write_end = os.pipe()
+    with os.fdopen(write_end, 'wb') as pipe:
+        ours = ChunkWriter(pipe, chunk_size=4096, compression=compression)
+        got: list[bytes] = []
+        reader = threading.Thread(target=lambda: got.append(os.fdopen(read_end, 'rb').read()))
+        try:
+            for w in (ours, mine):
+                w.start('ros2', 'test')
+                w.register_channel('/x', 'cdr', w.register_schema('s', 'ros2msg', b''), {})
+            rng = random.Random(3)
+            for i in range(200):
+                data = rng.randbytes(rng.choice([10, 900, 5000]))
+                for w in (ours, mine):
+                    w.add_message(1, log_time=i, data=data, publish_time=i, sequence=i)
+                assert ours.finalized_bytes() == theirs.tell(), i
+            assert ours.bytes_written < theirs.tell()  # the pipe held the writes back
+            reader.start()
+            for w in (ours, mine):
+                w.finish()
+        finally:
+            ours.close()
+    reader.join(10)
+    assert got == [theirs.getvalue()]

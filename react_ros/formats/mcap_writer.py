@@ -171,6 +171,10 @@ class ChunkWriter:
         self._queued = 0  # items put on the queue and not written yet (drain waits for 0)
         self._pool: ThreadPoolExecutor | None = None
         self._writer: threading.Thread | None = None
+        # The caller's count of what finalized_bytes() returns: items sized so far, and
+        # the chunks whose compressed size it has not asked for yet.
+        self._finalized = 0
+        self._unsized: list[Future[Any]] = []
         self._closed = False
 
     @property
@@ -192,14 +196,30 @@ class ChunkWriter:
         self._check()
         return self._written
 
+    def finalized_bytes(self) -> int:
+        """What the file will hold once every chunk finalized so far is written: what
+        drain() returns, without waiting for the writes (only for those chunks'
+        compression, to know their sizes)."""
+        self._check()
+        for built in self._unsized:
+            pieces, _, indexes = built.result()
+            self._finalized += sum(len(p) for p in pieces) + sum(len(r) for _, r in indexes)
+        self._unsized.clear()
+        return self._finalized
+
     def _enqueue(self, item: Any) -> None:
         with self._cond:
             self._queued += 1
+        if isinstance(item, tuple):
+            self._unsized.append(item[1])
+        else:
+            self._finalized += len(item.record if isinstance(item, _MetadataItem) else item)
         self._queue.put(item)
 
     def start(self, profile: str = '', library: str = '') -> None:
         self._check()
         self._position = self._stream.tell() if self._stream.seekable() else 0
+        self._finalized = self._position
         self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix='mcap-chunk')
         self._writer = threading.Thread(target=self._write_loop, name='mcap-writer',
                                         daemon=True)
