@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -61,6 +62,11 @@ def test_release_converts_resumes_and_lists_the_broken_episode(
     assert len(lines) == 1, err  # the one refused episode, nothing else
     assert lines[0].startswith(f'refused: {broken.id}: '), err
     assert Path(damaged).name in lines[0], err
+    # after the summary, what limited the run (release/usage.py)
+    assert re.fullmatch(r"convert-all: 3 episodes in [\d.]+ s on 2 workers, busy \d+% of the "
+                        r"time; the machine's CPU \d+% busy, \d+% waiting on the disk: .+; "
+                        r"[\d.]+ [kMG]?B written \([\d.]+ [kMG]?B/s\)",
+                        stdout.splitlines()[1]), stdout
     index = index_of(out)
     assert sorted(index) == sorted(r.id for r in refs)
     for ref in refs:

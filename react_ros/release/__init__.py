@@ -34,7 +34,9 @@ from react_ros.release import index
 from react_ros.release.index import CONVERTED, FAILED, REFUSED, Entry
 from react_ros.release.runners import default_workers, run_local, run_ray
 from react_ros.release.task import ConvertSettings, Outcome, Task, environmental
+from react_ros.release.usage import RunUsage
 from react_ros.sinks.bag import is_react_ros_bag
+from react_ros.sinks.disk_space import size_text
 from react_ros.sinks.output import check_stop, output_path, stop_requested, stop_signals_flag
 
 LOCK = '.convert-all.lock'
@@ -70,11 +72,11 @@ def convert_all(root: str | os.PathLike[str], out: str | os.PathLike[str],
     with _exclusive(out_dir), stop_signals_flag():
         plan = _plan(kind, root, out_dir, episodes, settings, verify)
         index.save(out_dir, root, kind.name, plan.entries.values())
-        _run(plan, settings, workers or default_workers(), ray, verify, progress)
+        usage = _run(plan, settings, workers or default_workers(), ray, verify, progress)
         if stop_requested():  # Interrupted (exit 128 + signal); the index holds what finished
             _report_stop(plan, quiet)
             check_stop()
-    return _report(plan, quiet)
+    return _report(plan, quiet, usage)
 
 
 def _check_own_options(kind: DatasetKind, settings: ConvertSettings, root: Path) -> None:
@@ -191,9 +193,12 @@ def _entry(ref: EpisodeRef, root: Path, out_dir: Path, outcome: Outcome, stat: s
 
 
 def _run(plan: Plan, settings: ConvertSettings, workers: int, ray: str | None,
-         verify: bool, show: bool) -> None:
+         verify: bool, show: bool) -> str:
+    """Runs the plan's episodes; returns what limited the run (release/usage.py)."""
     if not plan.todo:
-        return
+        return ''
+    usage = RunUsage(min(workers, len(plan.todo)))
+    task_seconds = 0.0
     refs = {r.id: r for r in plan.todo}
     tasks = [Task(plan.kind.name, ref, str(plan.root), str(_bag_dir(plan.out_dir, ref)),
                   settings) for ref in plan.todo]
@@ -213,10 +218,12 @@ def _run(plan: Plan, settings: ConvertSettings, workers: int, ray: str | None,
             except SinkError:  # OUTDIR's disk full for now: the next outcome tries again
                 unsaved = True
             meter.done(outcome)
+            task_seconds += outcome.seconds
     finally:
         meter.close()
         if unsaved:  # the last try; its failure is the run's (exit 2, one line)
             index.save(plan.out_dir, plan.root, plan.kind.name, plan.entries.values())
+    return usage.line(meter.count, task_seconds, meter.bytes)
 
 
 class _Meter:
@@ -243,19 +250,11 @@ class _Meter:
             eta = time.strftime('%H:%M:%S', time.gmtime(left))
         bad = f', {self.refused} not converted' if self.refused else ''
         self.progress.show(f'convert-all: {self.count}/{self.total} episodes{bad}, '
-                           f'{_size(self.bytes)}, ETA {eta}', force=force)
+                           f'{size_text(self.bytes)}, ETA {eta}', force=force)
 
     def close(self) -> None:
         if self.progress is not None:
             self.progress.close()
-
-
-def _size(n: float) -> str:
-    for unit in ('B', 'kB', 'MB', 'GB', 'TB'):
-        if n < 1000 or unit == 'TB':
-            return f'{n:.0f} {unit}' if unit == 'B' else f'{n:.1f} {unit}'
-        n /= 1000
-    raise AssertionError
 
 
 def _report_stop(plan: Plan, quiet: bool) -> None:
@@ -269,8 +268,9 @@ def _report_stop(plan: Plan, quiet: bool) -> None:
           f'to convert by the next run; index: {plan.out_dir / index.NAME}', file=sys.stderr)
 
 
-def _report(plan: Plan, quiet: bool) -> int:
-    """List what is not converted (one line each, on stderr); 0 when nothing is."""
+def _report(plan: Plan, quiet: bool, usage: str) -> int:
+    """List what is not converted (one line each, on stderr); 0 when nothing is. Unless
+    `quiet`, the summary, and `usage`, the run's limits, on stdout."""
     entries = [plan.entries[r.id] for r in plan.episodes]
     bad = [e for e in entries if e.status != CONVERTED]
     for e in bad:
@@ -284,6 +284,8 @@ def _report(plan: Plan, quiet: bool) -> int:
               f'({sum(e.status == REFUSED for e in bad)} refused, '
               f'{sum(e.status == FAILED for e in bad)} failed); '
               f'index: {plan.out_dir / index.NAME}')
+        if usage:
+            print(usage)
     return 1 if bad else 0
 
 
