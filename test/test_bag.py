@@ -237,6 +237,7 @@ def _compression_streams() -> list[Stream]:
                 lambda: [(t, _jpeg(t, i)) for i, t in enumerate(times)], heavy=True),
         _stream('/joint_states', 'sensor_msgs/msg/JointState',
                 lambda: [(t, _joints(t, i)) for i, t in enumerate(times)]),
+        _stream('/silent/image_raw', 'sensor_msgs/msg/Image', lambda: [], heavy=True),
     ]
 
 
@@ -255,7 +256,10 @@ def test_auto_compression_chooses_per_channel(tmp_path: Path) -> None:
     assert bytes(got['/noise/image_raw'][2][2].data) == bytes(_noise_image(0, 2).data)
     with open(_mcap(out), 'rb') as f:  # the summary has every channel, by id
         channels = make_reader(f).get_summary().channels  # type: ignore[union-attr]
-    assert sorted(c.topic for c in channels.values()) == sorted(got)
+    assert [c.topic for c in channels.values()] == [  # a silent heavy one too
+        '/center/image_raw', '/noise/image_raw', '/cam/image_raw/compressed', '/joint_states',
+        '/silent/image_raw']
+    assert list(channels) == [1, 2, 3, 4, 5]
 
 
 @pytest.mark.parametrize('compression', ['none', 'lz4', 'zstd'])

@@ -237,6 +237,9 @@ def _write(episode: Episode, streams: list[Stream], tmp: Path, out: Path,
                 if progress is not None and done % PROGRESS_EVERY == 0:
                     sizer.update()
                     progress(done, max(total, done))
+            for t in topics.values():  # a heavy topic that had no message: a channel all the same
+                if not t.compression:
+                    _register(writer, t, writer.compression)
             meta = bag_metadata(list(topics.values()), file_name, start, end - start, done)
             writer.add_metadata('rosbag2', {'serialized_metadata': _dump(meta)})
             writer.finish()
