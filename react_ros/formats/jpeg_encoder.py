@@ -97,17 +97,19 @@ class _Worker:
             self.stdin.flush()
             head = self.stdout.read(REPLY.size)
             if len(head) != REPLY.size:
-                raise WorkerError(f'the JPEG encoder process ended (exit {self.proc.poll()})')
+                raise self._gone()
             status, size = REPLY.unpack(head)
             data = self.stdout.read(size)
         except BrokenPipeError:
-            raise WorkerError(f'the JPEG encoder process ended (exit {self.proc.poll()})') \
-                from None
+            raise self._gone() from None
         if len(data) != size:
-            raise WorkerError(f'the JPEG encoder process ended (exit {self.proc.poll()})')
+            raise self._gone()
         if status:
             raise ValueError(data.decode(errors='replace'))
         return data
+
+    def _gone(self) -> WorkerError:
+        return WorkerError(f'the JPEG encoder process ended (exit {self.proc.poll()})')
 
     def close(self) -> None:
         try:

@@ -19,9 +19,9 @@ ship; humble where it differs):
 Pillow does the encoding here: zlib releases the GIL, so callers may run PNG and TIFF on
 threads, but Pillow's JPEG encoder holds it, so a caller with many JPEGs to make sends
 `jpeg_input` to processes (formats/jpeg_encoder.py) and wraps what comes back with
-`jpeg_message`: the same bytes as `compress`. The bytes differ from OpenCV's, the decoded images do not depend on which wrote
-them. The decoders below take an already decoded array, so tests can decode with OpenCV,
-the decoder image_transport itself uses.
+`jpeg_message`: the same bytes as `compress`. The bytes differ from OpenCV's, the decoded
+images do not depend on which wrote them. The decoders below take an already decoded
+array, so tests can decode with OpenCV, the decoder image_transport itself uses.
 """
 from __future__ import annotations
 

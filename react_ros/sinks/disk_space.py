@@ -179,8 +179,7 @@ class BagSizer:
         self.lanes = [''] * n
         self.chunks: dict[str, list[bytes]] = {}  # the open chunks' messages (references)
         self.flushed = [0] * n  # record bytes per stream in chunks on disk
-        self.flushed_count = 0  # messages in chunks on disk
-        self._flushed_seen = [0] * n  # of them, per stream
+        self.flushed_seen = [0] * n  # messages per stream in chunks on disk
         # Each stream's latest messages (references, not copies), to measure how well
         # it compresses: streams differ (video packets do not, joint states do a lot).
         self.samples: list[deque[bytes]] = [deque() for _ in range(n)]
@@ -207,8 +206,7 @@ class BagSizer:
         if written != self.watch.written:  # this message's chunk went out, the message with it
             for j, other in enumerate(self.lanes):
                 if other == lane:
-                    self.flushed_count += self.seen[j] - self._flushed_seen[j]
-                    self._flushed_seen[j] = self.seen[j]
+                    self.flushed_seen[j] = self.seen[j]
                     self.flushed[j] = self.record_bytes[j]
                     self.pending[j] = 0
             self.chunks[lane] = []
@@ -252,14 +250,15 @@ class BagSizer:
         pending = float(sum(len(_compressor(lane)(b''.join(chunk)))
                             for lane, chunk in self.chunks.items() if chunk))
         on_disk = 0.0
-        if self.flushed_count:
-            on_disk = max(written - self.head - INDEX_ENTRY * self.flushed_count - preamble, 0)
+        flushed_count = sum(self.flushed_seen)
+        if flushed_count:
+            on_disk = max(written - self.head - INDEX_ENTRY * flushed_count - preamble, 0)
         alone = sum(r * (f + p) for r, f, p in zip(ratios, self.flushed, self.pending))
         scale = (on_disk + pending) / alone if alone and on_disk + pending else 1.0
-        pending += 0 if self.flushed_count else preamble  # the first chunk's schemas
+        pending += 0 if flushed_count else preamble  # the first chunk's schemas
         left = self._left()
         rest = scale * sum(n * self._mean(i) * ratios[i] for i, n in enumerate(left))
-        count = sum(self.seen) - self.flushed_count + sum(left)
+        count = sum(self.seen) - flushed_count + sum(left)
         total = written + pending + rest + INDEX_ENTRY * count + self.tail
         where, free = free_space(self.out.parent)
         estimate = SizeEstimate(self.out, int(total), self.span, self.compression,

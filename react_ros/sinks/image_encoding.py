@@ -181,13 +181,16 @@ class ImageEncoder:
                                 f'the stream began as {plan.encoding}')
             return image
 
+        def refused(t_ns: int, err: ValueError) -> SinkError:
+            return SinkError(f'{topic}: the image at {t_ns} ns: {err}')
+
         def work(t_ns: int, msg: Any) -> CompressedImage:
             check_stop()  # queued before a stop: skipped, the reader is leaving
             image = checked(t_ns, msg)
             try:
                 return plan.encode(image, quality)
             except ValueError as err:
-                raise SinkError(f'{topic}: the image at {t_ns} ns: {err}') from None
+                raise refused(t_ns, err) from None
 
         def submit(t_ns: int, msg: Any) -> tuple[Future[Any], Callable[[], CompressedImage]]:
             """The frame's encoding under way, and what waits for its message."""
@@ -198,13 +201,13 @@ class ImageEncoder:
             try:
                 jpeg_fut = jpeg.submit(*ci.jpeg_input(image), quality)
             except ValueError as err:
-                raise SinkError(f'{topic}: the image at {t_ns} ns: {err}') from None
+                raise refused(t_ns, err) from None
 
             def finish() -> CompressedImage:
                 try:
                     return ci.jpeg_message(image, _result(jpeg_fut))
                 except ValueError as err:  # the encoder's refusal
-                    raise SinkError(f'{topic}: the image at {t_ns} ns: {err}') from None
+                    raise refused(t_ns, err) from None
             return jpeg_fut, finish
 
         window: deque[tuple[int, Future[Any], Callable[[], CompressedImage]]] = deque()
