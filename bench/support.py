@@ -190,24 +190,37 @@ def first_frames(paths: list[Path], per_video: int) -> list[Any]:
     return frames
 
 
-def plain_write_s(folder: Path, nbytes: int, piece: int = 4 * 1024 * 1024) -> float:
-    """Seconds to write `nbytes` to a new file in `folder` with plain f.write calls of
-    `piece` bytes from one preallocated buffer, the file removed after.
+def cpu_s() -> float:
+    """This process's CPU seconds so far (all its threads, user and system)."""
+    t = os.times()
+    return t.user + t.system
+
+
+def plain_write_s(folder: Path, nbytes: int, piece: int = 4 * 1024 * 1024,
+                  behind: bool = False) -> tuple[float, float]:
+    """Seconds and CPU seconds to write `nbytes` to a new file in `folder` with plain
+    f.write calls of `piece` bytes from one preallocated buffer, the file removed after.
 
     No fsync, as the converter does none: both measure what the page cache and the
-    kernel's writeback allow, not the disk alone.
+    kernel's writeback allow, not the disk alone. `behind`: with the converter's
+    write-behind (react_ros/formats/write_behind.py) dropping what was written.
     """
+    from react_ros.formats.write_behind import WriteBehind
     buf = memoryview(os.urandom(piece))
     path = folder / 'plain_write.bin'
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), cpu_s()
     with open(path, 'wb') as f:
+        wb = WriteBehind.of(f, 0) if behind else None
         left = nbytes
         while left > 0:
             f.write(buf[:min(piece, left)])
             left -= piece
-    elapsed = time.perf_counter() - t
+            if wb is not None and wb.due(f.tell()):
+                f.flush()
+                wb.written(f.tell())
+    elapsed, cpu = time.perf_counter() - t, cpu_s() - cpu
     path.unlink()
-    return elapsed
+    return elapsed, cpu
 
 
 def disk_free(path: Path) -> str:

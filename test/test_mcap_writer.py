@@ -9,10 +9,12 @@ fails here.
 from __future__ import annotations
 
 import errno
+import gc
 import io
 import os
 import random
 import threading
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -370,6 +372,38 @@ def test_caller_waits_while_the_file_does_not_keep_up() -> None:
     assert accepted[0] == total * message
     got = list(make_reader(io.BytesIO(bytes(received)), validate_crcs=True).iter_messages())
     assert len(got) == total
+
+
+class _Payload(bytearray):
+    """A message buffer that can be watched (bytearray itself takes no weak reference)."""
+
+
+@pytest.mark.parametrize('compression', ['none', 'lz4'])
+def test_written_buffers_are_let_go(compression: str) -> None:
+    """Once its chunk is written the writer holds no message buffer: memory stays within
+    the pending bound however long the file (a raw bag is gigabytes). Whether or not the
+    caller ever asks finalized_bytes, which waits on the chunks' sizes."""
+    for ask in (False, True):
+        stream = io.BytesIO()
+        writer = ChunkWriter(stream, chunk_size=CHUNK, compression=compression)
+        watched: list[weakref.ref[_Payload]] = []
+        try:
+            writer.start()
+            channel = writer.register_channel('/x', 'cdr', 0)
+            for i in range(200):
+                payload = _Payload(random.Random(i).randbytes(SEPARATE_BYTES + 100))
+                watched.append(weakref.ref(payload))
+                writer.add_message(channel, i, payload, i)
+                if ask and i % 50 == 0:
+                    writer.finalized_bytes()
+                del payload
+            writer.drain()
+            gc.collect()
+            alive = sum(ref() is not None for ref in watched[:-5])
+            assert alive == 0, f'{alive} written buffers still held (ask={ask})'
+            writer.finish()
+        finally:
+            writer.close()
 
 
 def test_nothing_after_finish() -> None:

@@ -6,6 +6,7 @@ time T is not T x rate), like UMI's recordings.
 """
 from __future__ import annotations
 
+import os
 from fractions import Fraction
 from pathlib import Path
 
@@ -107,3 +108,34 @@ def test_umi_camera_stream_open_from_keeps_frame_to_pointer_stamps(umi_episode: 
     t = everything[len(everything) * 2 // 3][0] + 1  # between two frames
     got = [(ts, to_ns(m.header.stamp), bytes(m.data)) for ts, m in cam.open_from(t)]
     assert got and got == [e for e in everything if e[0] >= t]
+
+
+def _tasks() -> set[str]:
+    return set(os.listdir('/proc/self/task'))
+
+
+@pytest.mark.skipif(not Path('/proc/self/task').is_dir(), reason='Linux /proc only')
+def test_rgb_conversion_starts_no_threads_per_frame_and_keeps_the_pixels(vfr_video) -> None:
+    """PyAV's to_ndarray(format=...) builds a swscale context per frame, and with threads
+    left to FFmpeg every context started threads of its own (~350 for a 2 s UMI episode,
+    each soon with a malloc arena: the converter's page faults). decode_rgb keeps one
+    context per video, single-threaded, with the same pixels as to_ndarray."""
+    path, _ = vfr_video
+    for scale in (1.0, 0.5):
+        before = _tasks()
+        seen: set[str] = set()
+        got = []
+        for frame in video.decode_rgb(path, scale):
+            seen |= _tasks()
+            got.append(frame)
+        started = seen - before
+        # FFmpeg's decoder threads are started once per video; not one per frame.
+        assert len(started) < FRAMES // 4, f'{len(started)} threads for {FRAMES} frames'
+        with av.open(str(path)) as c:
+            stream = c.streams.video[0]
+            w, h = video.scaled_size(stream.width, stream.height, scale)
+            want = [f.to_ndarray(format='rgb24') if scale == 1.0 else
+                    f.to_ndarray(width=w, height=h, format='rgb24', interpolation='AREA')
+                    for f in c.decode(stream)]
+        assert len(got) == len(want) == FRAMES
+        assert all(np.array_equal(a, b) for a, b in zip(got, want)), scale

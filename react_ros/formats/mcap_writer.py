@@ -35,6 +35,8 @@ from mcap.records import (
     Schema, Statistics, SummaryOffset,
 )
 
+from react_ros.formats.write_behind import WriteBehind
+
 MAGIC = b'\x89MCAP0\r\n'
 COMPRESSIONS = ('none', 'lz4', 'zstd')
 # A message this large stays a separate buffer of its own in an uncompressed chunk;
@@ -100,11 +102,15 @@ class _Job:
         self.start = start
         self.end = end
         self.indexes = indexes
+        # What build() made, until the writer thread has written it: the job keeps it,
+        # not the future, which stays referenced (finalized_bytes) after the write.
+        self.built: tuple[list[Any], int, list[tuple[int, bytes]]] | None = None
 
-    def build(self) -> tuple[list[Any], int, list[tuple[int, bytes]]]:
+    def build(self) -> int:
         """On a worker: the Chunk record as buffers, its data's length, and the message
-        index records. An uncompressed chunk keeps its buffers (no join); the CRC chains
-        over them, which equals the CRC of their concatenation."""
+        index records (kept in `built`); returns the bytes they take in the file. An
+        uncompressed chunk keeps its buffers (no join); the CRC chains over them, which
+        equals the CRC of their concatenation."""
         if self.compression == 'none':
             crc = 0
             for p in self.pieces:
@@ -124,7 +130,9 @@ class _Job:
         head = _CHUNK_HEADER.pack(Opcode.CHUNK, length, self.start, self.end, self.size, crc) \
             + struct.pack('<I', len(name)) + name + struct.pack('<Q', data_len)
         self.pieces = []  # the workers' copy is enough now
-        return [head, *data], data_len, [(i.channel_id, _record(i)) for i in self.indexes]
+        indexes = [(i.channel_id, _record(i)) for i in self.indexes]
+        self.built = [head, *data], data_len, indexes
+        return len(head) + data_len + sum(len(r) for _, r in indexes)
 
 
 class _MetadataItem:
@@ -174,7 +182,8 @@ class ChunkWriter:
         # The caller's count of what finalized_bytes() returns: items sized so far, and
         # the chunks whose compressed size it has not asked for yet.
         self._finalized = 0
-        self._unsized: list[Future[Any]] = []
+        self._unsized: list[Future[int]] = []
+        self._behind: WriteBehind | None = None
         self._closed = False
 
     @property
@@ -201,9 +210,7 @@ class ChunkWriter:
         drain() returns, without waiting for the writes (only for those chunks'
         compression, to know their sizes)."""
         self._check()
-        for built in self._unsized:
-            pieces, _, indexes = built.result()
-            self._finalized += sum(len(p) for p in pieces) + sum(len(r) for _, r in indexes)
+        self._finalized += sum(built.result() for built in self._unsized)
         self._unsized.clear()
         return self._finalized
 
@@ -220,6 +227,7 @@ class ChunkWriter:
         self._check()
         self._position = self._stream.tell() if self._stream.seekable() else 0
         self._finalized = self._position
+        self._behind = WriteBehind.of(self._stream, self._position)
         self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix='mcap-chunk')
         self._writer = threading.Thread(target=self._write_loop, name='mcap-writer',
                                         daemon=True)
@@ -362,6 +370,10 @@ class ChunkWriter:
         with self._cond:
             self._pending += job.size
         assert self._pool is not None
+        # Sizes of chunks already compressed are folded in as they come, so that a caller
+        # who never asks (finalized_bytes) does not keep one future per chunk.
+        while self._unsized and self._unsized[0].done():
+            self._finalized += self._unsized.pop(0).result()
         self._enqueue((job, self._pool.submit(job.build)))
 
     def _wait_for_room(self) -> None:
@@ -437,8 +449,11 @@ class ChunkWriter:
                     self._error = exc
                 self._cond.notify_all()
 
-    def _write_chunk(self, job: _Job, built: Future[Any]) -> None:
-        pieces, data_len, indexes = built.result()
+    def _write_chunk(self, job: _Job, built: Future[int]) -> None:
+        built.result()  # raises what the worker raised
+        assert job.built is not None
+        pieces, data_len, indexes = job.built
+        job.built = None  # the buffers go once written
         chunk_start = self._position
         for piece in pieces:
             self._write(piece)
@@ -461,3 +476,6 @@ class ChunkWriter:
         self._stream.write(data)
         self._position += len(data)
         self._written += len(data)
+        if self._behind is not None and self._behind.due(self._position):
+            self._stream.flush()
+            self._behind.written(self._position)
