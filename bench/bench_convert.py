@@ -410,6 +410,12 @@ def bench_kind(args: argparse.Namespace, spec: dict) -> None:
               f'{row.size / row.seconds / 1e6:,.0f} | {row.limit} {row.limit_rate:.0f} | '
               f'{ratio:.2f} | {target} | {shared} | {row.read_s:.2f} |')
     print()
+    plain_min = min(decode, plain_limit)
+    for row in rows:
+        if row.images == 'raw':
+            print(f'raw/{row.compression} against min(decode, plain writes) = {plain_min:.0f} '
+                  f'images/s (the limit were the bag written as plain writes are): '
+                  f'{row.rate(n_images) / plain_min:.2f}')
     for row in rows:
         if row.images == 'raw' and row.compression in mcap_limit:
             print(f'raw/{row.compression} against the mcap Writer alone ({row.compression}): '
