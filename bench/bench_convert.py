@@ -332,9 +332,8 @@ def bench_kind(args: argparse.Namespace, spec: dict) -> None:
     free_after = disk_free(args.cache)
     cores = os.cpu_count() or 1
 
-    # Every limit in images/s of this episode: a byte rate over the raw bag's bytes
-    # per image (what the raw modes write), or over the frame's bytes for decoding.
-    raw_per_image = raw.size / n_images
+    # Every limit in images/s of this episode (the writes: the raw bag's bytes at the
+    # rate they were written, so images/s of raw bag).
     plain_limit, behind_limit = n_images / plain_s[0], n_images / behind_s[0]
     # A limit is what can be reached: the faster way of writing these bytes.
     write_limit = max(plain_limit, behind_limit)
