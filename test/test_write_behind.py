@@ -8,11 +8,13 @@ Residency is read with mincore(2) over a mapping of the file. The windows are ma
 from __future__ import annotations
 
 import ctypes
+import errno
 import io
 import mmap
 import os
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcap.reader import make_reader
@@ -151,3 +153,31 @@ def test_not_for_memory_or_pipes(tmp_path: Path) -> None:
             assert WriteBehind.of(f, 0) is None
     finally:
         os.close(r)
+
+
+def _failing(code: int) -> Any:
+    def sync_file_range(fd: int, offset: int, nbytes: int, flags: int) -> int:
+        ctypes.set_errno(code)
+        return -1
+    return sync_file_range
+
+
+@pytest.mark.usefixtures('small_windows')
+def test_a_failed_writeback_is_the_writers_error_and_unsupported_is_plain_writes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel's answers stand in for a failing disk: EIO (or ENOSPC) is raised, as a
+    failed write() would be; EINVAL (a filesystem without it) turns write-behind off."""
+    with open(tmp_path / 'f.bin', 'wb') as f:
+        monkeypatch.setattr(write_behind, '_SYNC_FILE_RANGE', _failing(errno.EIO))
+        behind = WriteBehind.of(f, 0)
+        assert behind is not None
+        f.write(bytes(2 * WINDOW))
+        f.flush()
+        with pytest.raises(OSError) as failed:
+            behind.written(f.tell())
+        assert failed.value.errno == errno.EIO
+        monkeypatch.setattr(write_behind, '_SYNC_FILE_RANGE', _failing(errno.EINVAL))
+        behind = WriteBehind.of(f, 0)
+        assert behind is not None
+        behind.written(f.tell())
+        assert not behind.active and not behind.due(f.tell())

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import errno
 import io
 import os
 import stat
@@ -34,6 +35,8 @@ LAG = 1
 ENABLED = True
 
 _SYNC_WAIT_BEFORE, _SYNC_WRITE, _SYNC_WAIT_AFTER = 1, 2, 4
+# What sync_file_range says where it cannot be used (a pipe, a filesystem without it).
+_UNSUPPORTED = {errno.EINVAL, errno.ESPIPE, errno.ENOSYS, errno.EOPNOTSUPP}
 
 
 def _sync_file_range() -> Any:
@@ -94,7 +97,10 @@ class WriteBehind:
     def _call(self, offset: int, flags: int) -> bool:
         if _SYNC_FILE_RANGE(self._fd, offset, WINDOW, flags) == 0:
             return True
-        # Not supported here (EINVAL, ESPIPE): plain writes from now on. A failed write
-        # to the disk is not ours to report: the next write() or close() reports it.
-        self.active = False
-        return False
+        code = ctypes.get_errno()
+        if code in _UNSUPPORTED:  # plain writes from now on
+            self.active = False
+            return False
+        # The disk failed the writeback (EIO, ENOSPC): the writer's error, as a failed
+        # write() would be (plain writes would only have lost it, with no fsync).
+        raise OSError(code, os.strerror(code))
