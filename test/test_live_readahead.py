@@ -131,3 +131,30 @@ def test_readahead_serialises_on_its_worker_and_stops_when_the_consumer_leaves()
     assert on == {'readahead /s'}
     r.close()  # the consumer stops early (a --playback-duration, a stop): the worker is joined
     assert not [t for t in threading.enumerate() if t.name == 'readahead /s']
+
+
+def test_a_player_dropping_late_frames_serialises_only_what_it_sends() -> None:
+    """pass_iterators serialises heavy messages on the readers, except for a player that
+    drops late frames (--drop-late): there most frames are dropped, and serialising every
+    one ahead cost it its real time (RTF 0.55-0.80 against 0.99 before, UMI at 1920x1200 on
+    2 cores); it gets the message objects and serialises at publish those it sends."""
+    from std_msgs.msg import String
+
+    from react_ros.ros.serialization import cdr_payload
+    from react_ros.sinks.live import pass_iterators
+
+    def strings():
+        for i in range(5):
+            yield i, String(data=f'x{i}')
+    stream = Stream('/s', 'std_msgs/msg/String', strings, heavy=True, approx_bytes=50)
+    for serialise in (True, False):
+        its, readers = pass_iterators([stream], 0, 1 << 20, lambda: False, serialise)
+        try:
+            got = list(its[0])
+        finally:
+            for r in readers:
+                r.close()
+        want = [(i, bytes(cdr_payload(String(data=f'x{i}'))) if serialise
+                 else String(data=f'x{i}')) for i in range(5)]
+        assert got == want, serialise
+
