@@ -21,6 +21,7 @@ from av.video.reformatter import VideoReformatter
 
 from react_ros.errors import DatasetFormatError
 
+# swscale threads per conversion: one, as the videos are decoded side by side already.
 SWS_THREADS = 1
 _AV_ERRORS = (av.FFmpegError, EOFError, ValueError, IndexError, OSError)
 
@@ -172,11 +173,10 @@ class _Rgb:
     """Decoded frames to HxWx3 rgb24 arrays through one swscale context per video.
 
     PyAV's frame.to_ndarray(format=...) builds a new context for every frame, and a
-    context left to choose its thread count starts threads of its own: a thread or two
-    per frame, each with a stack and soon a malloc arena of its own. Converting a 2 s
-    1920x1200 UMI episode started ~350 threads and faulted in ~600 000 fresh pages; one
-    context per video with one thread (the videos are decoded side by side already)
-    starts none. Same pixels.
+    context left to choose its thread count starts threads of its own: about two per
+    frame, each with a stack and soon a malloc arena of its own (converting 2 s of UMI
+    at 1920x1200 started ~350 threads). One context per video, with SWS_THREADS, starts
+    none. Same pixels.
     """
 
     def __init__(self, size: tuple[int, int]) -> None:
