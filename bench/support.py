@@ -215,8 +215,7 @@ def plain_write_s(folder: Path, nbytes: int, piece: int = 4 * 1024 * 1024,
         while left > 0:
             f.write(buf[:min(piece, left)])
             left -= piece
-            if wb is not None and wb.due(f.tell()):
-                f.flush()
+            if wb is not None:
                 wb.written(f.tell())
     elapsed, cpu = time.perf_counter() - t, cpu_s() - cpu
     path.unlink()

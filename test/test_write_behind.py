@@ -75,9 +75,7 @@ def _write(path: Path, data: bytes, piece: int) -> None:
         assert behind is not None
         for at in range(0, len(data), piece):
             f.write(data[at:at + piece])
-            if behind.due(f.tell()):
-                f.flush()
-                behind.written(f.tell())
+            behind.written(f.tell())
 
 
 @needs_linux

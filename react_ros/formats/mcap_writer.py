@@ -476,6 +476,5 @@ class ChunkWriter:
         self._stream.write(data)
         self._position += len(data)
         self._written += len(data)
-        if self._behind is not None and self._behind.due(self._position):
-            self._stream.flush()
+        if self._behind is not None:
             self._behind.written(self._position)

@@ -56,10 +56,11 @@ _SYNC_FILE_RANGE = _sync_file_range()
 
 
 class WriteBehind:
-    """Call `written(position)` after each write with the file's size so far (all of it
-    handed to the OS: flush a Python buffer first)."""
+    """Call `written(position)` after each write to the stream with the file's size so
+    far; it flushes the stream's own buffer when a window is due."""
 
-    def __init__(self, fd: int, start: int = 0) -> None:
+    def __init__(self, stream: Any, fd: int, start: int = 0) -> None:
+        self._stream = stream
         self._fd = fd
         self._mark = start - start % WINDOW  # where the next window starts
         self._started: list[int] = []  # windows whose writeback was started
@@ -76,13 +77,16 @@ class WriteBehind:
             regular = stat.S_ISREG(os.fstat(fd).st_mode)
         except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
             return None
-        return cls(fd, start) if regular else None
+        return cls(stream, fd, start) if regular else None
 
     def due(self, position: int) -> bool:
         """Whether `written(position)` would do anything (to flush only when it would)."""
         return self.active and position >= self._mark + WINDOW
 
     def written(self, position: int) -> None:
+        if not self.due(position):
+            return
+        self._stream.flush()  # the window's bytes must have reached the OS
         while self.active and position >= self._mark + WINDOW:
             if not self._call(self._mark, _SYNC_WRITE):
                 return
