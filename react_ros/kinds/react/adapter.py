@@ -16,7 +16,8 @@ from typing import Any, Callable, ClassVar, Iterator
 import numpy as np
 from geometry_msgs.msg import PoseStamped, WrenchStamped
 from scipy.spatial.transform import Rotation
-from std_msgs.msg import Float64MultiArray, MultiArrayDimension, String
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
 
 from react_ros.adapters.base import DatasetKind, Episode, EpisodeOptions, EpisodeRef
 from react_ros.adapters.poses import NON_UNIT, ZERO_QUATERNION, PosePolicy, PoseRule
@@ -39,7 +40,13 @@ from react_ros.streams import Stream
 
 GEL_AXES = ('local_y', 'dual_ball')
 # /tactile_<side>/values, one row: the tactile scalars, penetration, and provenance (the
-# tactile row the force came from, the raw HDF5 camera frame of the row published).
+# tactile row the force came from, the raw HDF5 camera frame of the row published). Sent as
+# sensor_msgs/JointState (name = these labels, position = the values, velocity and effort
+# empty): ROS 2 has no stamped array of named numbers, and of the standard types with a
+# header and named float64 values it is the one every tool shows as numbers (echo, plots,
+# bag readers), where a one-point PointCloud2 is opaque bytes. Its stamp is that of the
+# tactile image and force of the same row, so message_filters pairs them. Not on
+# /joint_states and naming no URDF joint: no robot_state_publisher acts on it.
 VALUE_LABELS = ('intensity', 'area', 'mixed', 'penetration_mm', 'force_source_frame',
                 'source_h5_frame')
 POSE_FRAMES = {'sensor_left_pose': 'sensor_left', 'sensor_right_pose': 'sensor_right',
@@ -475,22 +482,29 @@ class ReactAdapter:
                                  ok, lambda r, t: _pose_stamped(target[r + lat], t))
 
     def _values(self, s: str, rows: np.ndarray) -> Stream:
-        """Fresh tactile scalars and where they came from, in VALUE_LABELS order."""
+        """Fresh tactile scalars and where they came from, in VALUE_LABELS order.
+
+        Same rows and stamps as the tactile image (and the force, where it is finite): a
+        subscriber pairs them by an exact header.stamp match. The frame is the tactile
+        image's, whose scalars these are.
+        """
         table, lat = self.rel.table, self.own.tactile_latency
         columns = [table.tactile[f'{s}_intensity'], table.tactile[f'{s}_area'],
                    table.tactile[f'{s}_mixed'], table.penetration_mm[s],
                    table.source_frame[s].astype(float), table.source_h5_frame.astype(float)]
         values = np.stack(columns, axis=1)
-        dim = MultiArrayDimension(label=','.join(VALUE_LABELS), size=len(VALUE_LABELS),
-                                  stride=len(VALUE_LABELS))
+        names = list(VALUE_LABELS)
+        frame_id = self.config['tactile_frame'].format(side=s)
 
-        def build(r: int, t: int) -> Float64MultiArray:
-            msg = Float64MultiArray()
-            msg.layout.dim = [dim]
-            msg.data = values[r + lat].tolist()
+        def build(r: int, t: int) -> JointState:
+            msg = JointState()
+            msg.header.stamp = stamp(t)
+            msg.header.frame_id = frame_id
+            msg.name = names
+            msg.position = values[r + lat].tolist()
             return msg
-        return self._rows_stream(f'/tactile_{s}/values', 'std_msgs/msg/Float64MultiArray', rows,
-                                 build, approx=120)
+        return self._rows_stream(f'/tactile_{s}/values', 'sensor_msgs/msg/JointState', rows,
+                                 build)
 
     def _annotation_stream(self) -> Stream:
         items = self._annotation_items

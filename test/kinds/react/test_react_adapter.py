@@ -305,9 +305,17 @@ def test_tactile_values_are_the_fresh_rows_with_their_provenance(root: Path,
                          column(root, f'tactile_{side}_mixed'),
                          column(root, f'force_{side}_penetration_mm'),
                          column(root, f'force_{side}_source_frame'), h5], axis=1)
-        data = np.array([m.data for _, m in got])
-        assert {m.layout.dim[0].label for _, m in got} == {','.join(VALUE_LABELS)}
+        data = np.array([m.position for _, m in got])
+        assert {tuple(m.name) for _, m in got} == {VALUE_LABELS}
+        assert all(not m.velocity and not m.effort for _, m in got)
+        assert {m.header.frame_id for _, m in got} == {f'sensor_{side}'}
         assert np.array_equal(data, want[rows + latency])
+        # stamped like the image and force of the same tactile row: one exact stamp pairs them
+        assert [to_ns(m.header.stamp) for _, m in got] == [t for t, _ in got]
+        assert [t for t, _ in _msgs(episode, f'/tactile_{side}/image_raw')] == \
+            row_ns[rows].tolist()
+        assert [to_ns(m.header.stamp) for _, m in _msgs(episode, f'/sensor_{side}/force')] == \
+            row_ns[rows].tolist()
         # provenance: each value is its own tactile row's, never a stale repeat's
         assert np.array_equal(data[:, 4], rows + latency)
         assert np.array_equal(data[:, 5] - data[:, 4], np.full(len(rows), h5[0]))

@@ -30,14 +30,11 @@ def _ns(stamp: Any) -> int:
     return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
 
 
-@pytest.fixture(scope='module')
-def bag(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Msgs, dict[str, Any]]:
+def _convert(root: Path, out: Path, *args: str) -> tuple[Msgs, dict[str, Any]]:
     import subprocess
     import sys
-    root = react_release(tmp_path_factory)
-    out = tmp_path_factory.mktemp('react_bag') / 'bag'
     subprocess.run([sys.executable, '-m', 'react_ros.cli', 'convert', str(root), '--episode',
-                    EPISODE, '-o', str(out), '--quiet'], check=True, timeout=120)
+                    EPISODE, '-o', str(out), '--quiet', *args], check=True, timeout=120)
     msgs: Msgs = {}
     qos: dict[str, Any] = {}
     (mcap_file,) = out.glob('*.mcap')
@@ -47,7 +44,13 @@ def bag(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Msgs, dict[str,
             msgs.setdefault(channel.topic, []).append((message.log_time, message.publish_time,
                                                        msg))
             qos[channel.topic] = yaml.safe_load(channel.metadata['offered_qos_profiles'])[0]
-    return root, msgs, qos
+    return msgs, qos
+
+
+@pytest.fixture(scope='module')
+def bag(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Msgs, dict[str, Any]]:
+    root = react_release(tmp_path_factory)
+    return (root, *_convert(root, tmp_path_factory.mktemp('react_bag') / 'bag'))
 
 
 def test_every_contract_topic_with_its_count_and_stamps(bag: tuple[Path, Msgs, Any]) -> None:
@@ -70,8 +73,6 @@ def test_every_contract_topic_with_its_count_and_stamps(bag: tuple[Path, Msgs, A
         assert [log for log, _, _ in got] == stamps.tolist(), topic
         assert all(log == pub for log, pub, _ in got), topic
         for log, _, m in got:
-            if topic.endswith('/values'):
-                continue  # Float64MultiArray has no header: the log time is its stamp
             header = m.transforms[0].header if topic.startswith('/tf') else m.header
             assert _ns(header.stamp) == log, topic
     for topic, q in qos.items():
@@ -125,6 +126,33 @@ def test_poses_forces_and_calibration_values(bag: tuple[Path, Msgs, Any]) -> Non
             (cal['width'], cal['height'], 'plumb_bob')
         assert np.allclose(np.array(info.k).reshape(3, 3), cal['K'])
         assert list(info.d) == cal['dist']
+
+
+@pytest.mark.parametrize('latency', [0, 3])
+def test_tactile_values_pair_with_force_and_image_by_exact_stamp(
+        bag: tuple[Path, Msgs, Any], tmp_path: Path, latency: int) -> None:
+    """The rule docs/react.md gives a subscriber: one header.stamp = one tactile row.
+
+    Paired by stamp alone, the values must be those of the force's own tactile row
+    (F = k * penetration, k = 2 N/mm, and the row the force came from), with and without
+    --tactile-latency.
+    """
+    root = bag[0]
+    msgs = bag[1] if latency == 0 else _convert(root, tmp_path / 'bag', '--tactile-latency',
+                                                str(latency))[0]
+    row_ns = BASE_NS + np.round(column(root, 'timestamp') * 1e9).astype(np.int64)
+    for s in SIDES:
+        values = {_ns(m.header.stamp): m for _, _, m in msgs[f'/tactile_{s}/values']}
+        images = [_ns(m.header.stamp) for _, _, m in msgs[f'/tactile_{s}/image_raw']]
+        forces = [(_ns(m.header.stamp), m) for _, _, m in msgs[f'/sensor_{s}/force']]
+        assert sorted(values) == images and len(forces) == len(images) > 0
+        for t, force in forces:
+            v = dict(zip(values[t].name, values[t].position))
+            assert v['penetration_mm'] * 2.0 == pytest.approx(-force.wrench.force.y,
+                                                              rel=1e-12), (s, t)
+            # the force's own tactile row, `latency` rows after the row whose stamp it has
+            row = int(np.flatnonzero(row_ns == t)[0])
+            assert v['force_source_frame'] == row + latency, (s, t)
 
 
 def test_images_are_the_video_frames(bag: tuple[Path, Msgs, Any]) -> None:

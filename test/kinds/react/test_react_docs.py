@@ -42,3 +42,20 @@ def test_doc_table_parser_sees_a_missing_row() -> None:
 def test_doc_links_the_pitfalls_table() -> None:
     assert '../react_ros/kinds/react/PITFALLS.md' in DOC.read_text()
     assert (DOC.parent.parent / 'react_ros/kinds/react/PITFALLS.md').is_file()
+
+
+def test_doc_says_how_to_pair_values_with_image_and_force(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The pairing section's message_filters snippet subscribes to topics the episode
+    publishes, with their types, and states the exact-stamp rule."""
+    text = DOC.read_text()
+    section = text.split('## Pairing tactile image, force and values', 1)[1].split('\n## ', 1)[0]
+    assert 'exact stamp' in section and 'TimeSynchronizer' in section
+    subscribed = {topic: kind for kind, topic in
+                  re.findall(r"Subscriber\(node, (\w+), '([^']+)'\)", section)}
+    assert set(subscribed) == {'/tactile_left/image_raw', '/sensor_left/force',
+                               '/tactile_left/values'}
+    episode = open_episode(react_release(tmp_path_factory),
+                           options=EpisodeOptions(episode=EPISODE))
+    types = {s.topic: s.msg_type.rsplit('/', 1)[-1] for s in episode.streams}
+    assert {t: types[t] for t in subscribed} == subscribed

@@ -1,5 +1,6 @@
 """React over real DDS: the gel centre projected from received TF + CameraInfo lands where the
-sample's own files put it, and tactile/force arrive on fresh rows only.
+sample's own files put it, and tactile/force/values arrive on fresh rows only, one stamp per
+tactile row, so a subscriber pairs them by header.stamp.
 
 The expectation is computed here from the release files (parquet via pyarrow, the JSON
 calibration), with this test's own plumb_bob projection, not from the adapter.
@@ -46,7 +47,9 @@ def test_gel_centre_projects_within_1px_and_tactile_is_fresh_rows_only(
               '/tactile_left/image_raw': 'sensor_msgs/msg/Image',
               '/tactile_right/image_raw': 'sensor_msgs/msg/Image',
               '/sensor_left/force': 'geometry_msgs/msg/WrenchStamped',
-              '/sensor_right/force': 'geometry_msgs/msg/WrenchStamped'}
+              '/sensor_right/force': 'geometry_msgs/msg/WrenchStamped',
+              '/tactile_left/values': 'sensor_msgs/msg/JointState',
+              '/tactile_right/values': 'sensor_msgs/msg/JointState'}
     received = receive_a_play('react_listener', topics, tmp_path / 'player.log',
                          lambda log: spawn_player(root, log, episode_id=EPISODE,
                                                   start_paused=True))
@@ -83,14 +86,59 @@ def test_gel_centre_projects_within_1px_and_tactile_is_fresh_rows_only(
         worst = max(worst, float(np.linalg.norm(got - want)))
     assert worst < 1.0, worst
 
-    # -- tactile and force: one message per fresh row, not per row
+    # -- tactile, force and values: one message per fresh row, not per row, all three with
+    # that row's stamp
     for side in ('left', 'right'):
         fresh = column(root, f'tactile_{side}_is_new').astype(bool)
         assert 0 < fresh.sum() < 0.5 * len(fresh)
         want_ns = [base_ns + round(t * 1e9) for t in stamps[fresh]]
-        for topic in (f'/tactile_{side}/image_raw', f'/sensor_{side}/force'):
+        for topic in (f'/tactile_{side}/image_raw', f'/sensor_{side}/force',
+                      f'/tactile_{side}/values'):
             got_ns = [to_ns(m.header.stamp) for m in received[topic]]
             assert got_ns == want_ns, topic
+    _pairs_by_exact_stamp(root, received, latency=0)
+
+
+def _pairs_by_exact_stamp(root: Path, received: dict, latency: int) -> None:
+    """What an ExactTime synchronizer on image + force + values would do, by hand: every
+    force finds an image and values of its stamp, and those values are its own tactile
+    row's (F = k * penetration with k = 2 N/mm; the row the force came from)."""
+    base_ns = 1_778_371_200_000_000_000
+    row_ns = [base_ns + round(t * 1e9) for t in column(root, 'timestamp')]
+    for side in ('left', 'right'):
+        images = {to_ns(m.header.stamp) for m in received[f'/tactile_{side}/image_raw']}
+        values = {to_ns(m.header.stamp): m for m in received[f'/tactile_{side}/values']}
+        forces = received[f'/sensor_{side}/force']
+        assert forces and len(values) == len(received[f'/tactile_{side}/values'])
+        for force in forces:
+            t = to_ns(force.header.stamp)
+            assert t in images and t in values, (side, t)
+            v = dict(zip(values[t].name, values[t].position))
+            assert v['penetration_mm'] * 2.0 == pytest.approx(-force.wrench.force.y, rel=1e-12)
+            assert v['force_source_frame'] == row_ns.index(t) + latency, (side, t)
+
+
+def test_tactile_values_pair_with_force_under_a_tactile_latency(
+        tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """--tactile-latency 3: image, force and values of tactile row i+3 all go out at row i's
+    stamp, so pairing by stamp still joins the three of one tactile row."""
+    root = react_release(tmp_path_factory)
+    topics = {f'/{what}_{side}/{leaf}': kind
+              for side in ('left', 'right')
+              for what, leaf, kind in (('tactile', 'image_raw', 'sensor_msgs/msg/Image'),
+                                       ('sensor', 'force', 'geometry_msgs/msg/WrenchStamped'),
+                                       ('tactile', 'values', 'sensor_msgs/msg/JointState'))}
+    received = receive_a_play('react_latency_listener', topics, tmp_path / 'player.log',
+                              lambda log: spawn_player(root, log, episode_id=EPISODE,
+                                                       start_paused=True, tactile_latency=3))
+    stamps = column(root, 'timestamp')
+    for side in ('left', 'right'):
+        fresh = column(root, f'tactile_{side}_is_new').astype(bool)
+        want_ns = [1_778_371_200_000_000_000 + round(t * 1e9) for t in stamps[:-3][fresh[3:]]]
+        for topic in topics:
+            if f'_{side}/' in topic:
+                assert [to_ns(m.header.stamp) for m in received[topic]] == want_ns, topic
+    _pairs_by_exact_stamp(root, received, latency=3)
 
 
 def test_player_refuses_a_flipped_calibration(tmp_path: Path,
