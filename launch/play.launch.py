@@ -72,6 +72,9 @@ def _actions(context, *args, **kwargs):
     # Strings as strings: launch would otherwise read '2026-05-10/...' as YAML.
     params = {k: ParameterValue(v, value_type=str) if isinstance(v, str) else v
               for k, v in params.items()}
+    starts_state_publisher = bool(episode.urdf) and not publishes_robot_state
+    # the player waits for it, so that the robot's /tf starts with the episode
+    params['expect_state_publisher'] = starts_state_publisher
     player = Node(package='react_ros', executable='player', name='react_ros_player',
                   output='screen', parameters=[params])
     # The launch ends with the player (the episode's end, an error, a stop): the state

@@ -3,6 +3,10 @@
 Parameters:
   episode (string, required), kind (string, '' = detect), episode_id ('' = the only
   one; for releases of many, e.g. 2026-05-10/episode_000);
+  expect_state_publisher (bool, default false; play.launch.py sets it when it starts
+  robot_state_publisher beside the player): before the first message, wait until a
+  node named robot_state_publisher subscribes /joint_states, so that the robot's
+  /tf starts with the episode (up to 120 s, saying so after a few);
   every player option, named as the fields of react_ros/play_options.py (rate,
   loop, start_offset, playback_duration (-1, or any negative = to the end),
   playback_until_sec / playback_until_nsec (-1 = none), clock, topics /
@@ -45,11 +49,13 @@ from react_ros.sinks.tuning import freeze_heap, tune_for_playback
 
 # Which episode; how to play it is PlayOptions', and each kind's own options the registry's.
 EPISODE_PARAMETERS: dict[str, str] = {'episode': '', 'kind': '', 'episode_id': ''}
+# The node's own: play.launch.py sets expect_state_publisher when it starts one beside it.
+NODE_PARAMETERS: dict[str, Any] = {'expect_state_publisher': False}
 
 
 def parameter_defaults() -> dict[str, Any]:
     """Every parameter the node declares, with its default (None: declared unset)."""
-    return {**EPISODE_PARAMETERS,
+    return {**EPISODE_PARAMETERS, **NODE_PARAMETERS,
             **{opt.name: opt.parameter(opt.default) for opt in PLAY_OPTIONS},
             **{opt.name: opt.default for _, opt in kind_options()}}
 
@@ -125,7 +131,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         episode = open_episode(Path(p['episode']), kind.name, episode_options(p, kind, play))
         episode = episode_with_images(episode, play.images, reencode=not play.no_reencode,
                                       notes=Report(play.log_level).info)
-        player = Player(episode, play.for_player(keyboard=False), node=node, since=since)
+        player = Player(episode, play.for_player(
+            keyboard=False, expect_state_publisher=bool(p['expect_state_publisher'])),
+            node=node, since=since)
         signals.on_stop = player.stop
         freeze_heap()
         return player.run()

@@ -20,7 +20,7 @@ from react_ros.adapters.base import Episode
 from react_ros.play_options import PlayOptions
 from react_ros.progress import Progress
 from react_ros.ros.isolation import announce
-from react_ros.ros.state_publisher import start_state_publisher
+from react_ros.ros.state_publisher import start_state_publisher, wait_started
 from react_ros.sinks.compressed_video import episode_with_images
 from react_ros.sinks.live import PlaybackStats, Player, check_playable, player_node
 from react_ros.sinks.live import PlayerSettings
@@ -67,7 +67,7 @@ def play_episode(episode: Episode | Callable[[], Episode], args: argparse.Namesp
     """Play `episode`, or the one `episode()` opens.
 
     The player's DDS participant comes up first, so that discovering the
-    subscribers already running (sinks/discovery.py: up to one announcement
+    subscribers already running (ros/discovery.py: up to one announcement
     period of theirs) goes on while the episode opens and the state publisher
     starts, instead of after.
     """
@@ -96,7 +96,12 @@ def play_episode(episode: Episode | Callable[[], Episode], args: argparse.Namesp
         if episode.urdf and not (args.no_state_publisher or options.publish_robot_state):
             rsp = start_state_publisher(episode.urdf, source=episode.path,
                                         env=state_publisher_env)
+            options = replace(options, expect_state_publisher=True)
         player = Player(episode, options, node=node, since=since)
+        if rsp is not None:  # it starts while the player's publishers are made
+            wait_started(rsp, episode.path, on_slow=lambda waited: report.info(
+                f'react-ros play: waiting for the state publisher to start ({waited:.0f} s; '
+                'a busy machine is slow to start a process)'))
         # The first line once the episode and options are known to play: bad input
         # stays one line. (The demo printed its own.)
         if report.shows('info'):

@@ -1,7 +1,7 @@
-"""The discovery wait's rule (sinks/discovery.py), on a fake clock: no DDS, no real time."""
+"""The discovery wait's rule (ros/discovery.py), on a fake clock: no DDS, no real time."""
 from __future__ import annotations
 
-from react_ros.sinks.discovery import Settled, Snapshot, settle
+from react_ros.ros.discovery import Settled, Snapshot, settle
 
 
 class Graph:

@@ -8,7 +8,7 @@ as many messages as the bag of the same episode holds. Without the discovery wai
 
 The wait is given 4 s here, not the default 2: a participant that was running
 before the player is found only at its next announcement when the answer to the
-player's first one goes astray (sinks/discovery.py), and Fast DDS announces every
+player's first one goes astray (ros/discovery.py), and Fast DDS announces every
 3 s. With the default, the React sample (no state publisher to start, so the
 player's participant is young when the wait begins) lost its first 0.3 s in 1 of
 6 runs.

@@ -25,7 +25,7 @@ DEMO_ONLY = {'help', 'kind', 'dir', 'node_name', 'no_state_publisher', 'foxglove
              'foxglove_host', 'disable_keyboard_controls'}
 # ros2 bag refuses these together (one stamp to stop at): a value for the first only
 EXCLUSIVE = {'playback_until_nsec': 'playback_until_sec'}
-NODE_ONLY = {'episode', 'kind', 'episode_id'}
+NODE_ONLY = {'episode', 'kind', 'episode_id', 'expect_state_publisher'}
 RCLPY_OWN = {'use_sim_time', 'start_type_description_service'}
 LAUNCH_ONLY = {'episode', 'kind', 'episode_id', 'rviz'}
 

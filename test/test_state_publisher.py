@@ -243,3 +243,49 @@ def test_node_recovers_when_clock_jumps_back() -> None:
     finally:
         listener.close()
         assert rsp.stop() == 0
+
+
+def test_node_hears_each_joint_state_once_from_either_kind_of_publisher() -> None:
+    """A reliable publisher (the player) matches both of the node's /joint_states
+    subscriptions and must be heard once, through the reliable one; a best-effort
+    publisher matches only the sensor-data one. ignore_timestamp turns the per-stamp
+    throttle off, so a JointState handled twice would show as a second /tf."""
+    from rclpy.qos import qos_profile_sensor_data
+    from sensor_msgs.msg import JointState
+
+    from live_support import Listener
+    from react_ros.ros import qos
+    from react_ros.ros.msgs import stamp, to_ns
+    from react_ros.ros.state_publisher import StatePublisherProcess
+
+    rsp = StatePublisherProcess(URDF, ['-p', 'ignore_timestamp:=true'])
+    listener = Listener()
+    try:
+        assert rsp.wait_ready(120), 'the state publisher did not start'
+        listener.subscribe('/tf', 'tf2_msgs/msg/TFMessage', qos.TF)
+        reliable = listener.node.create_publisher(JointState, '/joint_states', qos.DEFAULT)
+        best_effort = listener.node.create_publisher(JointState, '/joint_states',
+                                                     qos_profile_sensor_data)
+        assert listener.spin_until(lambda: reliable.get_subscription_count() == 2
+                                   and best_effort.get_subscription_count() == 1, 60)
+        sent = {'reliable': [], 'best effort': []}
+        for i in range(20):
+            for name, pub, base in (('reliable', reliable, 10**9),
+                                    ('best effort', best_effort, 10**10)):
+                msg = JointState(name=['a'], position=[0.01 * i])
+                msg.header.stamp = stamp(base + i * 10**6)
+                sent[name].append(base + i * 10**6)
+                pub.publish(msg)
+            listener.spin_for(0.02)
+
+        def stamps() -> list[int]:
+            return [to_ns(m.transforms[0].header.stamp) for m in listener.msgs['/tf']]
+        assert listener.spin_until(lambda: set(sent['reliable']) <= set(stamps()), 30)
+        listener.spin_for(1.0)  # a second copy, if any, would come meanwhile
+        got = stamps()
+        assert sorted(t for t in got if t in sent['reliable']) == sent['reliable']
+        from_best_effort = [t for t in got if t in sent['best effort']]
+        assert from_best_effort and len(from_best_effort) == len(set(from_best_effort))
+    finally:
+        listener.close()
+        assert rsp.stop() == 0

@@ -24,8 +24,14 @@ participant's graph 0.28 to 2.7 s after that participant came up (20 runs;
 with the subscriber announcing every 8 s instead, up to 7.9 s). So whoever
 makes the participant (the CLI) makes it early, before opening the episode.
 
-`settle` is the rule, with no DDS in it; `GraphProbe` reads the ROS graph of a
-node.
+A participant that comes up after the player's, such as the state publisher
+that `react-ros play` or play.launch.py starts beside it, is not covered by
+those rules: the graph may well be quiet before it appears. Whoever expects one
+waits for it by name first (`wait_until` + `subscribed_by`), for as long as a
+busy machine takes to start a process, saying so.
+
+`settle` and `wait_until` are the rules, with no DDS in them; `GraphProbe` and
+`subscribed_by` read the ROS graph of a node.
 """
 from __future__ import annotations
 
@@ -83,6 +89,40 @@ def settle(snapshot: Callable[[], Snapshot], timeout: float, quiet_s: float = QU
             return Settled(False, now() - start, snap.unmatched)
 
 
+def wait_until(done: Callable[[], bool], timeout: float, *,
+               on_poll: Callable[[], None] | None = None,
+               sleep: Callable[[float], bool] | None = None,
+               on_slow: Callable[[float], None] | None = None, slow_s: float = 3.0,
+               slow_every_s: float = 10.0, poll_s: float = POLL_S,
+               now: Callable[[], float] = time.monotonic) -> bool:
+    """Poll `done()` until it holds (True), `timeout` s pass or `sleep` reports a stop (False).
+
+    `on_slow(waited_s)` runs once `slow_s` passed and then every `slow_every_s`: a
+    slow machine is not an error, but the user should see why nothing happens.
+    """
+    sleep = sleep or (lambda s: bool(time.sleep(s)))
+    start = now()
+    next_slow = start + slow_s
+    while not done():
+        t = now()
+        if t - start >= timeout:
+            return False
+        if on_slow is not None and t >= next_slow:
+            on_slow(t - start)
+            next_slow = t + slow_every_s
+        if on_poll is not None:
+            on_poll()
+        if sleep(min(poll_s, max(0.0, start + timeout - t))):
+            return False
+    return True
+
+
+def subscribed_by(node: Any, topic: str, node_name: str) -> bool:
+    """Whether `node`'s graph shows a subscription of the node `node_name` on `topic`."""
+    return any(info.node_name == node_name
+               for info in node.get_subscriptions_info_by_topic(topic))
+
+
 class GraphProbe:
     """Snapshots of what `node` sees of the subscriptions on its publishers' topics.
 
@@ -119,4 +159,5 @@ class GraphProbe:
         return Snapshot(tuple(sig), tuple(unmatched))
 
 
-__all__ = ['ANNOUNCE_S', 'GraphProbe', 'MIN_AGE_S', 'QUIET_S', 'Settled', 'Snapshot', 'settle']
+__all__ = ['ANNOUNCE_S', 'GraphProbe', 'MIN_AGE_S', 'QUIET_S', 'Settled', 'Snapshot', 'settle',
+           'subscribed_by', 'wait_until']

@@ -71,7 +71,7 @@ from react_ros.ros import qos
 from react_ros.ros.msgs import message_class, stamp
 from react_ros.ros.names import resolve_topic
 from react_ros.ros.stop_signals import StopSignals
-from react_ros.sinks import discovery
+from react_ros.ros import discovery
 from react_ros.sinks.flow import POLL_S, AckWindow
 from react_ros.sinks import timeline as tl
 from react_ros.sinks.keyboard import start_keyboard
@@ -85,6 +85,10 @@ from react_ros.streams import Event, Stream, merge
 TF_MESSAGE = 'tf2_msgs/msg/TFMessage'
 # How late a message may go out before the timeline slips instead of catching up.
 MAX_LAG_S = 0.1
+# How long a player that expects a state publisher waits for it before playing anyway.
+STATE_PUBLISHER_WAIT_S = 120.0
+STATE_PUBLISHER = 'robot_state_publisher'
+JOINT_STATES = '/joint_states'
 
 
 @dataclass
@@ -125,6 +129,11 @@ class PlayerSettings:
     # settle (discovery.py), so subscribers that already run get the first
     # message; 0 = start at once.
     wait_for_subscribers_s: float = 2.0
+    # A robot_state_publisher (ours or another's, by its node name) will subscribe
+    # /joint_states: before the first message, wait until the graph shows it, however
+    # long a busy machine takes to start it (up to STATE_PUBLISHER_WAIT_S), then
+    # for discovery as above. Without it the robot's /tf missed the episode's start.
+    expect_state_publisher: bool = False
     # At the end (also after a stop): wait at most this long for reliable
     # subscribers to acknowledge what was published (rosbag2's --wait-for-all-acked).
     # A subscriber starved of CPU took longer than 2 s here (2 cores kept busy).
@@ -509,14 +518,6 @@ class Player:
 
     def _wait_for_discovery(self, clock_ns: int) -> None:
         """Hold the timeline (and /clock at `clock_ns`) until discovery settles, bounded."""
-        bound = self.options.wait_for_subscribers_s
-        if bound <= 0:
-            return
-        pubs = [(pub, s.msg_type, pub.qos_profile) for s in self.streams
-                for pub in [self._publishers[s.topic]]]
-        pubs = list({id(p[0]): p for p in pubs}.values())
-        if self._clock_pub is not None:
-            pubs.append((self._clock_pub, 'rosgraph_msgs/msg/Clock', qos.CLOCK))
         last_tick = -math.inf
 
         def hold_clock() -> None:
@@ -525,12 +526,39 @@ class Player:
             if now - last_tick >= self.timeline.tick_s:
                 last_tick = now
                 self._publish_clock(clock_ns)
+        self._wait_for_state_publisher(hold_clock)
+        bound = self.options.wait_for_subscribers_s
+        if bound <= 0:
+            return
+        pubs = [(pub, s.msg_type, pub.qos_profile) for s in self.streams
+                for pub in [self._publishers[s.topic]]]
+        pubs = list({id(p[0]): p for p in pubs}.values())
+        if self._clock_pub is not None:
+            pubs.append((self._clock_pub, 'rosgraph_msgs/msg/Clock', qos.CLOCK))
         self.discovery = discovery.settle(discovery.GraphProbe(self.node, pubs), bound,
                                           born=self._born,
                                           on_poll=hold_clock, sleep=self.timeline.sleep)
         if self.discovery.unmatched and not self.timeline.stopped:
             self.report.warn(f'warning: after {bound:g} s, not every subscription is matched '
                              f'yet on {", ".join(self.discovery.unmatched)}; playing anyway')
+
+    def _wait_for_state_publisher(self, hold_clock: Callable[[], None]) -> None:
+        """With expect_state_publisher: until the graph shows robot_state_publisher's
+        /joint_states subscription (ours subscribes once it can deliver /tf to the
+        subscribers already running: ros/state_publisher.py)."""
+        joint_states = [t for t in self._publishers if self._out_topic(t) == JOINT_STATES]
+        if not (self.options.expect_state_publisher and joint_states):
+            return
+        seen = discovery.wait_until(
+            lambda: discovery.subscribed_by(self.node, JOINT_STATES, STATE_PUBLISHER),
+            STATE_PUBLISHER_WAIT_S, on_poll=hold_clock, sleep=self.timeline.sleep,
+            on_slow=lambda waited: self.report.info(
+                f'waiting for {STATE_PUBLISHER} to subscribe to {JOINT_STATES} '
+                f'({waited:.0f} s; a busy machine is slow to start a process)'))
+        if not seen and not self.timeline.stopped:
+            self.report.warn(f'warning: no {STATE_PUBLISHER} subscribed to {JOINT_STATES} '
+                             f'within {STATE_PUBLISHER_WAIT_S:g} s; playing anyway (the '
+                             'moving joints have no /tf until one does)')
 
     def _flush(self) -> None:
         """Wait, bounded, until reliable subscribers acknowledged what was published.
