@@ -76,7 +76,8 @@ def play_episode(episode: Episode | Callable[[], Episode], args: argparse.Namesp
         from react_ros.sinks.foxglove import serve_episode
         return serve_episode(episode, play_options(args), host=args.foxglove_host,
                              port=args.foxglove, images=args.images,
-                             reencode=not args.no_reencode)
+                             reencode=not args.no_reencode,
+                             wait_for_viewer=not args.foxglove_no_wait)
     table = RateTable() if show_rates else None
     options = play_options(args, table)
     state_publisher_env = dict(os.environ)  # it keeps its own DDS and allocator defaults

@@ -61,7 +61,9 @@ class Client:
     def _read(self) -> None:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
-            self.events.put(json.loads(line))
+            ev = json.loads(line)
+            ev['recv'] = time.monotonic()  # when it arrived, for the tests that time a gap
+            self.events.put(ev)
         assert self.proc.stderr is not None
         self.events.put({'ev': 'exit', 'stderr': self.proc.stderr.read()[-2000:]})
 

@@ -20,9 +20,9 @@ from react_ros.play_options import PLAY_OPTIONS, PlayOptions
 # What one entry point has and the others do not: which episode, and its own extras.
 # (--disable-keyboard-controls: the node never reads a keyboard)
 CLI_ONLY = {'help', 'episode', 'kind', 'episode_id', 'node_name', 'no_state_publisher',
-            'foxglove', 'foxglove_host', 'disable_keyboard_controls'}
+            'foxglove', 'foxglove_host', 'foxglove_no_wait', 'disable_keyboard_controls'}
 DEMO_ONLY = {'help', 'kind', 'dir', 'node_name', 'no_state_publisher', 'foxglove',
-             'foxglove_host', 'disable_keyboard_controls'}
+             'foxglove_host', 'foxglove_no_wait', 'disable_keyboard_controls'}
 # ros2 bag refuses these together (one stamp to stop at): a value for the first only
 EXCLUSIVE = {'playback_until_nsec': 'playback_until_sec'}
 NODE_ONLY = {'episode', 'kind', 'episode_id', 'expect_state_publisher'}

@@ -155,8 +155,12 @@ def foxglove_args(p: argparse.ArgumentParser) -> None:
             raise argparse.ArgumentTypeError(f'not a TCP port: {text!r}')
         return int(text)
     p.add_argument('--foxglove', type=port, nargs='?', const=DEFAULT_PORT, default=None,
-                   metavar='PORT', help='serve the episode to Foxglove (WebSocket, default port '
-                   f'{DEFAULT_PORT}; 0: a free one) instead of on DDS; needs the [foxglove] extra')
+                   metavar='PORT', help='serve the episode to Foxglove or Lichtblick (WebSocket, '
+                   f'default port {DEFAULT_PORT}; 0: a free one) instead of on DDS, playing once '
+                   'a viewer subscribes; needs the [foxglove] extra')
     p.add_argument('--foxglove-host', default=DEFAULT_HOST, metavar='HOST',
                    help=f'address the Foxglove server binds (default {DEFAULT_HOST}: this '
                    'machine only)')
+    p.add_argument('--foxglove-no-wait', action='store_true',
+                   help='with --foxglove, do not hold the start until a viewer subscribes; '
+                   'wait at most --wait-for-subscribers S instead, as on DDS')

@@ -16,6 +16,13 @@ go out from the episode itself as a bag has them, and the Foxglove server's
 time (`broadcast_time`) stands in for /clock. Who wants both runs `play` and
 connects Foxglove through its ROS 2 bridge.
 
+Viewers: a person opens the viewer after starting `play`, so by default nothing
+plays until a viewer subscribes, however long that takes (the terminal says
+where to connect); `--foxglove-no-wait` gives the DDS player's bounded
+`--wait-for-subscribers` instead, for a viewer that is already connected or a
+script. A viewer that joins later gets the latched topics at once and the stream
+from where the timeline is.
+
 Controls: Foxglove's playback controls (play, pause, speed, seek bar over the
 episode's range) reach the Timeline as the rosbag2 services do in the DDS
 player; the keyboard works as there. A topic latched in ROS (/tf_static,
@@ -27,11 +34,24 @@ policy): unlike DDS there is no acknowledgement to wait for, so a slow client
 loses frames instead of slowing the timeline. At the end the server stays up,
 so that Foxglove's seek bar and play button still work, until Ctrl-C.
 
+Playback state (binary opcode 5 of the SDK's protocol) is a message only clients
+that offer playback control know (the Foxglove app); the SDK sends it to every
+client, with no way to choose. Lichtblick's client library (@foxglove/ws-protocol)
+reports it as an unrecognized opcode, drops that one message and goes on, so its
+view is whole; test_foxglove_viewers.py shows it with that library. The state is
+sent only when it changes (playing, paused, ended) and in reply to a request.
+
+A loop or a seek back sends the server's time back just before the new pass's
+first message (_jump_back), then the latched topics again: a viewer takes the
+jump for a seek, clears its panels and draws what follows.
+
 The server binds 127.0.0.1 unless `--foxglove-host` says otherwise: the
 protocol has no authentication, and an episode is nobody else's business.
 """
 from __future__ import annotations
 
+import math
+import socket
 import threading
 import time
 from typing import Any, Callable
@@ -57,6 +77,8 @@ DEFAULT_HOST = '127.0.0.1'
 BACKLOG = 256
 # After the first subscription, how long to let a client's other subscriptions come in.
 SETTLE_S = 0.3
+# Between a jump back in time and the first message after it (_jump_back says why).
+JUMP_GAP_S = 0.02
 INSTALL_HINT = "pip install 'react_ros[foxglove]' (requirements/foxglove.txt)"
 
 
@@ -85,7 +107,8 @@ class FoxgloveServer:
     """
 
     def __init__(self, episode: Episode, options: PlayerSettings | None = None, *,
-                 host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
+                 host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
+                 wait_for_viewer: bool = True) -> None:
         fox = require_sdk()
         from foxglove.websocket import Capability
         self.episode = episode
@@ -106,9 +129,12 @@ class FoxgloveServer:
             raise ReactRosError(f'{episode.path}: {err}') from None
         self._lock = threading.Lock()
         self._subscribed = threading.Event()
+        # True: hold the start until a viewer subscribes, unbounded (module docstring)
+        self.wait_for_viewer = wait_for_viewer
         self._replay = threading.Event()  # "play" after the end: from the start again
         self._ended = False
         self._last_status: Any = None
+        self._time_ns: int | None = None  # the server's time as last sent
         self.counts: dict[str, int] = {}
         self._latched: dict[str, bytes] = {}  # last message of a latched topic, as sent
         self._latched_ns: dict[str, int] = {}
@@ -153,7 +179,9 @@ class FoxgloveServer:
 
     @property
     def url(self) -> str:
-        return f'ws://{self.host}:{self.port}'
+        """The address a viewer opens: a wildcard bind is reached by this machine's name."""
+        host = socket.gethostname() if self.host in ('0.0.0.0', '::', '') else self.host
+        return f'ws://[{host}]:{self.port}' if ':' in host else f'ws://{host}:{self.port}'
 
     # --- controls (the SDK's threads, the keyboard) ------------------------
 
@@ -231,16 +259,19 @@ class FoxgloveServer:
             self.report.info(f'react-ros play: {text}')
 
     def _wait_for_client(self) -> None:
-        """Hold the timeline at its first stamp until a client subscribes, at most the bound."""
-        bound = self.options.wait_for_subscribers_s
+        """Hold the timeline at its first stamp until a client subscribes: unbounded when
+        waiting for a viewer, else at most --wait-for-subscribers."""
+        bound = math.inf if self.wait_for_viewer else self.options.wait_for_subscribers_s
         first = self.timeline.first_ns
         deadline = time.monotonic() + bound
         while bound > 0 and not self._subscribed.is_set() and not self.timeline.stopped:
-            self.server.broadcast_time(first)
+            self._time(first)
             self._subscribed.wait(min(0.1, max(0.0, deadline - time.monotonic())))
             if time.monotonic() >= deadline:
                 break
-        if self._subscribed.is_set():
+        if self._subscribed.is_set() and not self.timeline.stopped:
+            if self.wait_for_viewer:
+                self._say('a viewer subscribed: playing')
             self.timeline.sleep(SETTLE_S)
 
     def _serve(self) -> None:
@@ -264,12 +295,21 @@ class FoxgloveServer:
 
     def _play_pass(self, from_ns: int) -> str:
         t = self.timeline
+        back: list[int] = []  # a jump back in time, held until the pass's first message
+
+        def clock(t_ns: int) -> None:
+            if self._time_ns is not None and t_ns < self._time_ns:
+                back.append(t_ns)
+            else:
+                self._tick(t_ns)
         try:
             with pass_events(self.streams, from_ns, self.options.read_ahead_bytes, t,
-                             self._tick) as events:
+                             clock) as events:
                 for ev in events:
                     if ev.t_ns > t.limit_ns:
                         return tl.END
+                    if back:
+                        self._jump_back(back.pop())
                     action = t.wait_for(ev.t_ns, self._tick)
                     if action in (tl.STOP, tl.SEEK):
                         return action
@@ -303,9 +343,27 @@ class FoxgloveServer:
         self._channels[topic].log(data, log_time=t_ns)
         self.counts[topic] += 1
 
+    def _jump_back(self, t_ns: int) -> None:
+        """A loop or a seek back: the time goes back just before the pass's first message.
+
+        Not when the pass starts: a viewer clears its panels on the jump, and opening the
+        readers again takes a while (0.15-0.4 s for the UMI sample's three videos), blank
+        panels all along. And not with the message: the SDK sends time and messages from
+        separate queues in no set order, and a viewer drops what came before the jump
+        (Lichtblick clears the messages it has not drawn yet), so the time gets a moment
+        to leave first.
+        """
+        self._time(t_ns)
+        if not self.timeline.sleep(JUMP_GAP_S):
+            self.timeline.start_pass(t_ns)
+
+    def _time(self, t_ns: int) -> None:
+        self._time_ns = t_ns
+        self.server.broadcast_time(t_ns)
+
     def _tick(self, t_ns: int) -> None:
         """The server's time (Foxglove's /clock), and the playback state when it changed."""
-        self.server.broadcast_time(t_ns)
+        self._time(t_ns)
         if self.status() != self._last_status:
             self._broadcast_state()
 
@@ -335,8 +393,12 @@ def _select(episode: Episode, opts: PlayerSettings) -> list[Stream]:
 
 
 def serve_episode(episode: Episode | Callable[[], Episode], options: PlayerSettings, *,
-                  host: str, port: int, images: str = 'raw', reencode: bool = True) -> int:
-    """`react-ros play --foxglove`: open the episode (the SDK checked first), serve it."""
+                  host: str, port: int, images: str = 'raw', reencode: bool = True,
+                  wait_for_viewer: bool = True) -> int:
+    """`react-ros play --foxglove`: open the episode (the SDK checked first), serve it.
+
+    `wait_for_viewer` False is `--foxglove-no-wait`: the bounded wait for subscribers.
+    """
     require_sdk()
     check_foxglove_options(options)
     from react_ros.sinks.compressed_video import episode_with_images
@@ -344,12 +406,26 @@ def serve_episode(episode: Episode | Callable[[], Episode], options: PlayerSetti
         episode = episode()
     episode = episode_with_images(episode, images, reencode=reencode,
                                   notes=Report(options.log_level).info)
-    server = FoxgloveServer(episode, options, host=host, port=port)
-    wait = options.wait_for_subscribers_s
-    server._say(f'serving {episode.path} on {server.url} for Foxglove (Open connection > '
-                f'Foxglove WebSocket); ' + (f'waiting up to {wait:g} s for a client to subscribe'
-                                           if wait > 0 else 'playing at once'))
+    server = FoxgloveServer(episode, options, host=host, port=port,
+                            wait_for_viewer=wait_for_viewer)
+    line = serving_line(episode.path, server.url, wait_for_viewer, options.wait_for_subscribers_s)
+    if wait_for_viewer:  # even with -q: a player that waits in silence looks hung
+        server.report.info(f'react-ros play: {line}')
+    else:
+        server._say(line)
     return server.run()
+
+
+def serving_line(path: Any, url: str, wait_for_viewer: bool, bound_s: float) -> str:
+    """Where to connect and what the player waits for: the first thing a user reads."""
+    if wait_for_viewer:
+        wait = 'waiting for a viewer to subscribe before playing (--foxglove-no-wait: do not)'
+    elif bound_s > 0:
+        wait = f'waiting up to {bound_s:g} s for a client to subscribe'
+    else:
+        wait = 'playing at once'
+    return (f'serving {path} on {url} for Foxglove: open it in Foxglove or Lichtblick with '
+            f'Open connection > Foxglove WebSocket > {url}; {wait}')
 
 
 __all__ = ['BACKLOG', 'DEFAULT_HOST', 'DEFAULT_PORT', 'FoxgloveServer', 'require_sdk',

@@ -16,6 +16,7 @@
 // Out: {"ev": "open"} {"ev": "serverInfo", ...} {"ev": "advertise", "channel": {...}}
 //      {"ev": "message", "topic", "timestamp", "msg"}  (uint8 arrays > 64 bytes become
 //      {"sha256", "length"}) {"ev": "time", "t"} {"ev": "state", ...} {"ev": "error", "text"}
+//      {"ev": "rejected", "text"}  (what FoxgloveClient itself refused: the playback state)
 "use strict";
 const crypto = require("crypto");
 const readline = require("readline");
@@ -56,8 +57,10 @@ client.on("close", () => {
   process.exit(0);
 });
 client.on("error", (err) => {
-  // 0.8.0 reports the playback state opcode as unknown; it is decoded below instead
-  if (!/opcode in binary message: 5\b/.test(String(err))) out({ ev: "error", text: String(err) });
+  // 0.8.0 reports the playback state opcode as unknown and drops that message, as it does
+  // in Lichtblick: reported as "rejected" for the tests to see, and decoded below instead
+  if (/opcode in binary message: 5\b/.test(String(err))) out({ ev: "rejected", text: String(err) });
+  else out({ ev: "error", text: String(err) });
 });
 client.on("serverInfo", (info) => out({ ev: "serverInfo", info }));
 client.on("advertise", (chans) => {
