@@ -9,7 +9,9 @@ a folder holding one episode needs none.
 Time base: frame i is stamped time_base_s (config.yaml beside this file, 1 s) +
 i / --fps (default 10 Hz; the files record no rate). Colours: the stored
 JPEGs have R and B swapped; they are decoded and swapped back, which the
-point cloud's own colours confirm (a conformance line of `info`).
+point cloud's own colours confirm (a conformance line of `info`). Intrinsics:
+SAPIEN's K has pixel centres at u + 0.5, so every CameraInfo carries cx, cy - 0.5
+(ROS's centres at u): the depth then back-projects onto the release's point cloud.
 Invalid poses: NaN rows are dropped with a warning; a zero or non-unit
 quaternion refuses the episode (a simulator writes unit quaternions: another
 norm means the file is damaged or misread).
@@ -587,7 +589,7 @@ class RobotwinAdapter:
             return rgb_image(fr.rgb(cam, r, scaled), t, frame_id)
 
         def info(r: int, t: int) -> Any:
-            return camera_info(_calib(cal, r, w, h), t, frame_id, size=size)
+            return ros_camera_info(cal, r, t, frame_id, size)
         return [self._per_row(f'/{cam}/image_raw', 'sensor_msgs/msg/Image', image,
                               approx=size[0] * size[1] * 3 + 200, heavy=True, source=source,
                               reader=True),
@@ -604,7 +606,7 @@ class RobotwinAdapter:
             return typed_image(metres, '32FC1', t, frame_id)
 
         def info(r: int, t: int) -> Any:
-            return camera_info(_calib(cal, r, w, h), t, frame_id)
+            return ros_camera_info(cal, r, t, frame_id, (w, h))
         return [self._per_row('/head_camera/depth/image_raw', 'sensor_msgs/msg/Image', image,
                               approx=w * h * 4 + 200, heavy=True, reader=True),
                 self._per_row('/head_camera/depth/camera_info', 'sensor_msgs/msg/CameraInfo',
@@ -729,10 +731,28 @@ class RobotwinAdapter:
                       approx_bytes=len(text) + 50)
 
 
-def _calib(cal: rh.Calibration, r: int, width: int, height: int) -> dict[str, Any]:
-    k = cal.intrinsic[r]
-    return {'width': width, 'height': height, 'k': k.ravel().tolist(), 'd': [0.0] * 5,
-            'distortion_model': 'plumb_bob'}
+# SAPIEN's intrinsic_cv puts pixel u's centre at u + 0.5 (the image edge at 0: its
+# projection maps fx·X/Z + cx straight to Vulkan framebuffer coordinates, sampled at
+# half-integers); ROS and OpenCV put it at u. The image plane is shifted half a pixel
+# after scaling, so a scaled image keeps the same rays.
+PIXEL_CENTRE = 0.5
+
+
+def ros_camera_info(cal: rh.Calibration, r: int, t_ns: int, frame_id: str,
+                    size: tuple[int, int]) -> Any:
+    """Frame r's CameraInfo at `size`, K and P in ROS's pixel-centre convention."""
+    width, height = cal.size
+    k = cal.intrinsic[r].astype(np.float64)
+    msg = camera_info({'width': width, 'height': height, 'k': k.ravel().tolist(),
+                       'd': [0.0] * 5, 'distortion_model': 'plumb_bob'},
+                      t_ns, frame_id, size=size)
+    kk, pp = list(msg.k), list(msg.p)
+    for i in (2, 5):
+        kk[i] -= PIXEL_CENTRE
+    for i in (2, 6):
+        pp[i] -= PIXEL_CENTRE
+    msg.k, msg.p = kk, pp
+    return msg
 
 
 def channel_check(fr: rh.Frames, cal: rh.Calibration, i: int) -> tuple[float, float]:

@@ -18,7 +18,8 @@ The document's pitfalls are reproduced: JPEG bytes with R and B swapped
 fixed-length byte strings; depth as float64 millimetres; a point cloud in
 world coordinates with correct 0..1 colours, padded with zero rows;
 segmentations as palette colours of a 256-colour palette; quaternions
-x y z qw qx qy qz; numeric datasets gzip level 1 + shuffle.
+x y z qw qx qy qz; numeric datasets gzip level 1 + shuffle; intrinsics in
+SAPIEN's pixel convention (pixel u's centre at u + 0.5, not at u as in ROS).
 """
 from __future__ import annotations
 
@@ -168,6 +169,9 @@ class _Scene:
                ) -> dict[str, np.ndarray]:
         """rgb (true colours), depth (mm), actor and mesh ids by ray casting."""
         w, h = size
+        # As SAPIEN renders: K maps a ray to Vulkan framebuffer coordinates (image edge at
+        # 0), and pixel (u, v) is sampled at its centre (u + 0.5, v + 0.5). intrinsic_cv
+        # is stored that way; the adapter shifts cx, cy for ROS (centres at integers).
         us, vs = np.meshgrid(np.arange(w) + 0.5, np.arange(h) + 0.5)
         dirs_cam = np.stack([(us - k[0, 2]) / k[0, 0], (vs - k[1, 2]) / k[1, 1],
                              np.ones_like(us)], axis=-1)

@@ -148,14 +148,25 @@ def test_head_image_has_the_right_colours_proved_by_the_point_cloud(bag: Msgs, r
         assert published < 12 and swapped > 3 * published, (published, swapped)
 
 
+def _ros_k(stored: np.ndarray) -> np.ndarray:
+    """intrinsic_cv (SAPIEN: pixel u's centre at u + 0.5) in ROS's convention (centre at u)."""
+    k = np.array(stored, dtype=np.float64)
+    k[..., :2, 2] -= 0.5
+    return k
+
+
 def test_camera_info_is_each_frames_own_intrinsics(bag: Msgs, files: dict) -> None:
     ks = [np.array(m.k).reshape(3, 3) for _, m in bag['/head_camera/camera_info']]
-    assert np.allclose(ks, files['intrinsic_cv'], atol=1e-6)
+    assert np.allclose(ks, _ros_k(files['intrinsic_cv']), atol=1e-6)
+    ps = [np.array(m.p).reshape(3, 4) for _, m in bag['/head_camera/camera_info']]
+    assert np.allclose([p[:, :3] for p in ps], ks) and not np.any([p[:, 3] for p in ps])
+    depth = [np.array(m.k).reshape(3, 3) for _, m in bag['/head_camera/depth/camera_info']]
+    assert np.array_equal(depth, ks)
     assert not np.allclose(ks[0], ks[-1])  # it moves: per frame, not the first one reused
     for _, m in bag['/head_camera/camera_info']:
         assert (m.width, m.height, m.header.frame_id) == (160, 120, 'head_camera_optical_frame')
     left = [np.array(m.k).reshape(3, 3) for _, m in bag['/left_camera/camera_info']]
-    assert np.allclose(left, files['left_k'], atol=1e-6)
+    assert np.allclose(left, _ros_k(files['left_k']), atol=1e-6)
 
 
 def _tf(msg: Any, child: str) -> np.ndarray:
@@ -384,7 +395,9 @@ def test_image_scale_scales_colour_images_and_their_k_only(release: Path, files:
         info = first(f'/{cam}/camera_info')
         assert (image.width, image.height) == (info.width, info.height) == (80, 60)
     k = np.array(first('/head_camera/camera_info').k).reshape(3, 3)
-    assert np.allclose(k[:2], files['intrinsic_cv'][0][:2] * 0.5, atol=1e-6)
+    # the stored plane (image edge at 0) scales with the pixels; then the half-pixel shift
+    assert np.allclose(k, _ros_k(np.diag([0.5, 0.5, 1.0]) @ files['intrinsic_cv'][0]),
+                       atol=1e-6)
     depth, depth_info = first('/head_camera/depth/image_raw'), \
         first('/head_camera/depth/camera_info')
     assert (depth.width, depth_info.width) == (160, 160)  # distances are not interpolated
