@@ -206,9 +206,15 @@ def describe_facts(f: dict[str, Any], report: list[str]) -> str:
              f'streams:   {len(f["streams"])} (topic, type, count, median rate, frame_id, '
              'image, QoS)']
     rows = []
+    # A topic listed twice (UMI's /tf): the recorded transforms, and the joints' that
+    # robot_state_publisher derives from the URDF; say which row is which.
+    topics = [s['topic'] for s in f['streams']]
     for s in f['streams']:
-        notes = [n for n, on in (('latched', s['latched']),
-                                 ('robot state', s['role'] == Role.ROBOT_STATE.value)) if on]
+        robot = s['role'] == Role.ROBOT_STATE.value
+        notes = [n for n, on in (
+            ('latched', s['latched']),
+            ('robot state (from the URDF: robot_state_publisher\'s, live)', robot),
+            ('the episode\'s own', not robot and topics.count(s['topic']) > 1)) if on]
         rows.append((s['topic'], s['type'], str(s['count']), rate_text(s['rate_hz']),
                      s['frame_id'] or '-', image_text(s['image']) or '-', qos_text(s['qos']),
                      ', '.join(notes)))

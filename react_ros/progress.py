@@ -3,10 +3,13 @@
 On a terminal the text is redrawn in place, at most every `interval` seconds;
 anywhere else (a log file, a pipe) it is printed anew every `log_interval`
 seconds, so a log gets readable lines instead of one stream of carriage returns.
+A process in the background of its terminal (`react-ros play --loop &`) draws
+nothing: its redraws landed in the line the user was typing.
 """
 from __future__ import annotations
 
 import math
+import os
 import sys
 import time
 from typing import TYPE_CHECKING, Callable, TextIO
@@ -32,6 +35,8 @@ class Progress:
         now = self._now()
         if not force and now - self._last < self.interval:
             return
+        if self.tty and not self._foreground():
+            return
         self._last = now
         if self.tty:
             if self._drawn:  # to the start of what is drawn, then clear to the screen's end
@@ -42,6 +47,13 @@ class Progress:
         else:
             self.out.write(text + '\n')
         self.out.flush()
+
+    def _foreground(self) -> bool:
+        """Whether this process's group owns the terminal (not a job put in the background)."""
+        try:
+            return os.tcgetpgrp(self.out.fileno()) == os.getpgrp()
+        except (OSError, ValueError, AttributeError):  # not our controlling terminal
+            return True
 
     def close(self) -> None:
         if self._drawn:

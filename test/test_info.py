@@ -177,3 +177,14 @@ def test_a_bag_in_the_same_schema(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert doc['tf_tree'] == [
         {'parent': 'base_link', 'child': 'camera_optical_frame', 'static': True},
         {'parent': 'world', 'child': 'base_link', 'static': False}]
+
+
+def test_a_topic_listed_twice_says_which_row_is_which(
+        umi_episode: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """UMI's /tf: the recorded transforms, and the joints' from the URDF."""
+    assert cli.main(['info', str(umi_episode)]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines()
+            if line.split()[:1] == ['/tf']]
+    assert len(rows) == 2, rows
+    assert "the episode's own" in rows[0] and 'robot state' not in rows[0]
+    assert "robot_state_publisher's" in rows[1] and "episode's own" not in rows[1]

@@ -221,7 +221,8 @@ class Player:
 
         self._last_progress = 0.0
         self._last_on_stats = 0.0
-        self._line = Progress(sys.stderr)
+        # the progress line is for a person at a terminal; a log gets the summary lines
+        self._line = Progress(sys.stderr) if sys.stderr.isatty() else None
 
         self._stats_lock = threading.Lock()
         self._counts: dict[str, int] = {}
@@ -624,7 +625,7 @@ class Player:
         if self.options.on_stats is not None and (final or now - self._last_on_stats >= 1.0):
             self._last_on_stats = now
             self.options.on_stats(stats)
-        if self.options.quiet:
+        if self.options.quiet or self._line is None:
             return
         state = 'paused ' if stats.paused else 'playing'
         line = (f'[{state}] {stats.played_ns / 1e9:8.3f} / {stats.total_ns / 1e9:.3f} s'
