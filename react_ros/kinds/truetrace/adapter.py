@@ -67,6 +67,7 @@ from react_ros.kinds.truetrace.geometry import (
     imu_frame_join,
     reprojection,
 )
+from react_ros.kinds.truetrace.rectify import rectification
 from react_ros.options import KindOptions, option
 from react_ros.ros.camera_info import camera_info
 from react_ros.ros.image import rgb_image
@@ -165,6 +166,8 @@ class TrueTraceAdapter:
                                   self.warnings)
         self._check_extrinsics(src.calib)
         self.ext = extrinsics(src.calib)
+        self.rect = rectification(src.calib.cameras['cam0'], src.calib.cameras['cam1'],
+                                  self.ext.cam1)
         self.videos = self._check_videos(src)
         base = int(self.config['time_base_ns'])
         what = src.time_from
@@ -462,6 +465,10 @@ class TrueTraceAdapter:
         else:
             self.report.append('extrinsics: cam0 -> cam1 from the factory values (child pose in '
                                'cam0); no refined stereo extrinsics delivered')
+        p = self.rect.p0
+        self.report.append(f'rectification: CameraInfo R, P from the {ext.source} extrinsics: '
+                           f'f\' {p[0, 0]:.2f} px, c\' ({p[0, 2]:.2f}, {p[1, 2]:.2f}), baseline '
+                           f'{1000 * self.rect.baseline_m:.2f} mm (cam1 P Tx = -f\' B)')
         self.report.append(f'frames: stamped at {self.clock}')
         self.report.append(f'imu: stamped t_s {calib.imu_offset_s * 1000:+.3f} ms '
                            '(time_offset_to_cam0_s) onto the cam0 clock')
@@ -534,8 +541,11 @@ class TrueTraceAdapter:
     def _camera(self, cam: str) -> list[Stream]:
         c = self.src.calib.cameras[cam]
         k = c.k.reshape(-1).tolist()
+        # Raw K and D; R and P rectify the pair (rectify.py): what stereo_image_proc reads.
+        r, p = (self.rect.r0, self.rect.p0) if cam == 'cam0' else (self.rect.r1, self.rect.p1)
         meta = {'width': c.width, 'height': c.height, 'k': k, 'd': c.d.tolist(),
-                'distortion_model': 'equidistant'}
+                'distortion_model': 'equidistant', 'r': r.reshape(-1).tolist(),
+                'p': p.reshape(-1).tolist()}
         # cam1 is on cam0's clock: frame i of both at cam0 frame i's stamp.
         source = self.videos[cam]
         if isinstance(source, _JpegFrames):

@@ -4,7 +4,8 @@ A package root with one episode, `episodes/episode_000000/`, and the HDF5 export
 the same episode at `export/episode_000000.h5` (its mp4 named relative to the .h5's
 folder). What it holds on purpose:
 - a fisheye (Kannala-Brandt) stereo pair; both videos show a dot at every kept
-  keypoint, projected with the equidistant model (cam1 through the refined extrinsics);
+  keypoint, projected with the equidistant model (cam1 through the refined extrinsics)
+  and drawn to a fraction of a pixel, so rectification can be measured on them;
 - factory extrinsics (child pose in the parent) and refined stereo extrinsics
   (OpenCV X1 = R X0 + T) that differ slightly (under a mm and a few tenths of a degree);
 - t_s rounded to 4 decimals as delivered files are (the video's PTS is the clock);
@@ -298,8 +299,7 @@ class _Package:
                 img[..., 2] = (img[..., 2].astype(int) + 3 * i) % 256
                 uv = project_equidistant(pts[i], k, d)
                 for u, v in uv[np.all(np.isfinite(uv), axis=1)]:
-                    x, y = int(round(u)), int(round(v))
-                    img[max(0, y - 1):y + 2, max(0, x - 1):x + 2] = 255
+                    _dot(img, float(u), float(v))
                 frame = av.VideoFrame.from_ndarray(img, format='rgb24')
                 frame.pts = i
                 out.mux(stream.encode(frame))
@@ -369,6 +369,28 @@ class _Package:
             actions = [next(s['action'] for s in segments
                             if s['start_frame'] <= i <= s['end_frame']) for i in range(n)]
             f['annotations/per_frame_action'] = np.array(actions, dtype=h5py.string_dtype())
+
+
+DOT_RADIUS_PX = 1.5  # covers the nearest pixel whole, wherever the point falls in it
+_SUB = (np.arange(8) + 0.5) / 8 - 0.5  # 8x8 sub-samples per pixel
+
+
+def _dot(img: np.ndarray, u: float, v: float) -> None:
+    """A white disc centred on (u, v) to a fraction of a pixel (pixel (x, y) spans
+    x +- 0.5, as OpenCV and image_geometry place pixel centres), blended by coverage: a
+    dot's brightness centroid is the projected point, which a stereo test can measure
+    through rectification; a dot snapped to whole pixels is up to half a pixel off."""
+    h, w = img.shape[:2]
+    x0, y0 = int(np.floor(u - DOT_RADIUS_PX)), int(np.floor(v - DOT_RADIUS_PX))
+    xs = np.arange(max(0, x0), min(w, x0 + 5))
+    ys = np.arange(max(0, y0), min(h, y0 + 5))
+    if not len(xs) or not len(ys):
+        return
+    dx = xs[None, :, None, None] + _SUB[None, None, None, :] - u
+    dy = ys[:, None, None, None] + _SUB[None, None, :, None] - v
+    cover = ((dx * dx + dy * dy) <= DOT_RADIUS_PX ** 2).mean(axis=(2, 3))[..., None]
+    patch = img[ys[0]:ys[-1] + 1, xs[0]:xs[-1] + 1]
+    patch[...] = np.round(patch * (1 - cover) + 255 * cover).astype(np.uint8)
 
 
 def _manifest(root: Path) -> None:
