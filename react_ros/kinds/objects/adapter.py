@@ -140,6 +140,12 @@ class ObjectsAdapter:
                                      'aligned with that frame, drawn as a box')
         scan = scan_poses(s, self.chunk, tol)
         self.ok = scan.finite  # (n, T): publishable poses
+        for inst in s.instances:
+            held = int(scan.posed_invalid[inst.index])
+            if held:  # the document has NaN there; a writer that kept a pose is still not valid
+                self.warnings.append(f'{OBJECTS_NPZ}: T_world_obj[{inst.name}]: {held} '
+                                     'frame(s) marked not valid hold a finite pose, where the '
+                                     'format has NaN: not published (`valid` decides)')
         # Policy: NaN on a frame marked valid is one lost sample: dropped, counted, warned.
         self.pose_rule = PoseRule(PosePolicy(1e-3, frozenset({ZERO_QUATERNION, NON_UNIT})),
                                   self.warnings)

@@ -186,6 +186,8 @@ class _Release:
                             T=_pose(pos, 0.1 * j + 0.3 * t), valid=ones,
                             quality=np.full(n, 1), held_by=0 * held, markers=4, rms=np.nan))
         for e in out:
+            # "NaN where not valid" (the key table): a finite pose there would not be
+            # faithful; test_objects_adapter keeps one on purpose to show `valid` decides.
             e['T'][~e['valid']] = np.nan
             e['motion'] = _motion(e['T'][:, :3, 3], e['valid'])
             e['quality'] = np.where(e['valid'], e['quality'], 0).astype(np.int8)

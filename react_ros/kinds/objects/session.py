@@ -284,6 +284,7 @@ def rigid_faults(t: np.ndarray, tol: float) -> np.ndarray:
 class PoseScan:
     finite: np.ndarray  # (n, T): marked valid and finite
     nan_valid: np.ndarray  # (n,): frames marked valid holding NaN/inf
+    posed_invalid: np.ndarray  # (n,): frames marked not valid holding a finite matrix
     median_m: float  # median |translation| over the valid frames
 
 
@@ -292,6 +293,7 @@ def scan_poses(session: Session, chunk: int, tol: float) -> PoseScan:
     npz = session.objects
     n, frames = session.n, session.frames
     finite = np.zeros((n, frames), dtype=bool)
+    posed_invalid = np.zeros(n, dtype=np.int64)
     norms: list[np.ndarray] = []
     for a, block in npz.chunks('T_world_obj', chunk):
         block = np.asarray(block, dtype=float)
@@ -305,8 +307,10 @@ def scan_poses(session: Session, chunk: int, tol: float) -> PoseScan:
                                      f'valid but is not a rigid transform: {faults[i, k]}'
                                      f' ({int(bad.sum())} such frames in frames {a}..'
                                      f'{a + block.shape[1] - 1})')
+        # `valid` decides, not finiteness: a pose on a frame marked not valid is not usable.
         ok = valid & (faults == '')
         finite[:, a:a + block.shape[1]] = ok
+        posed_invalid += (~valid & np.all(np.isfinite(block), axis=(-1, -2))).sum(axis=1)
         norms.append(np.linalg.norm(block[ok][:, :3, 3], axis=-1)[::7])
     nan_valid = (session.valid & ~finite).sum(axis=1)
     all_norms = np.concatenate(norms) if norms else np.empty(0)
@@ -315,7 +319,7 @@ def scan_poses(session: Session, chunk: int, tol: float) -> PoseScan:
         raise DatasetFormatError(npz.path, f"key 'T_world_obj': median |translation| = "
                                  f'{median:.1f}, which is millimetres (the vendor exports\' '
                                  'unit); poses must be metres')
-    return PoseScan(finite, nan_valid, median)
+    return PoseScan(finite, nan_valid, posed_invalid, median)
 
 
 def scan_markers(session: Session, chunk: int) -> np.ndarray:

@@ -26,8 +26,9 @@ from react_ros.errors import DatasetFormatError, FrameSyncError, ReactRosError
 from react_ros.formats import video
 from react_ros.kinds.react.parquet_video import (
     FINGERPRINT_TOLERANCE_PX, MAX_QUAT_NORM_ERROR, MM_SUSPECT_M, POSE_COLUMNS, SIDES,
-    VIDEO_KEYS, VIEWS, Table, convert_calibration_y_to_z, convert_poses_y_to_z, date_base_ns,
-    fingerprint_error_px, fingerprint_problem, read_table, virtual_targets)
+    TACTILE_EARLY_FRAMES, TACTILE_FIX_DATE, VIDEO_KEYS, VIEWS, Table, convert_calibration_y_to_z,
+    convert_poses_y_to_z, date_base_ns, fingerprint_error_px, fingerprint_problem, read_table,
+    virtual_targets)
 from react_ros.kinds.react.checks import conformance_report
 from react_ros.kinds.react.files import (Camera, Gel, episode_record, read_bad_frames,
                                            read_camera, read_episode_lines, read_gel, read_info,
@@ -297,8 +298,20 @@ class ReactAdapter:
         return rows
 
     def _check_latency(self, table: Table) -> None:
-        """A latency that pairs no played row with a tactile row would publish no touch."""
+        """A latency that pairs no played row with a tactile row would publish no touch.
+
+        An episode recorded before the fix played with no latency is said once: its
+        tactile stream is early, and nothing else in the files shows it.
+        """
         lat = self.own.tactile_latency
+        date = self.episode_id.split('/')[0]
+        if lat == 0 and date < TACTILE_FIX_DATE:  # ISO dates order as strings
+            self.warnings.append(
+                f'{self.episode_id}: recorded before {TACTILE_FIX_DATE}, so its tactile stream '
+                f'is {TACTILE_EARLY_FRAMES} frames early (format document 5), and touch is '
+                'published with the view of its own row: pass --tactile-latency '
+                f'{TACTILE_EARLY_FRAMES} (launch argument tactile_latency:='
+                f'{TACTILE_EARLY_FRAMES}) to pair view[i] with tactile[i+{TACTILE_EARLY_FRAMES}]')
         j = self.rows + lat
         if not np.any((j >= 0) & (j < table.n)):
             raise ReactRosError(f'--tactile-latency {lat}: no row i played (rows '
@@ -465,21 +478,28 @@ class ReactAdapter:
                                  build)
 
     def _target(self, s: str, rows: np.ndarray) -> Stream:
-        """The virtual target along the gel axis the force is published along.
+        """The virtual target of row i: row i's sensor pose pushed F/k along the force's axis.
 
-        The stored column was built along local -y; with --gel-axis dual_ball it would
-        sit ~21 deg off the force, so it is recomputed from the pose and force instead.
+        F is the force published at row i's stamp (tactile row i+N), n-hat the gel axis
+        turned by the pose on /tf at that stamp. The stored column pairs each row's pose
+        with that row's force, so it is published as is only where that is the same thing:
+        no latency and the local -y it was built along. Otherwise it is rebuilt: under
+        --tactile-latency the stored target of row i+N sits on the pose of row i+N, N camera
+        frames after the pose its force belongs to; under --gel-axis dual_ball it would sit
+        ~21 deg off the force.
         """
         lat = self.own.tactile_latency
-        ok = rows[self.pose_ok[f'force_{s}_target_pose'][rows + lat]]
-        if self.own.gel_axis == 'local_y':
+        if lat == 0 and self.own.gel_axis == 'local_y':
             target = self.rel.targets[s]
+            ok = rows[self.pose_ok[f'force_{s}_target_pose'][rows]]
         else:
-            target = virtual_targets(self.rel.poses[f'sensor_{s}_pose'],
-                                     self.rel.table.force_n[s], self.gel_axis(s))
-            ok = ok[np.all(np.isfinite(target[ok + lat]), axis=1)]
+            force = np.full(self.rel.table.n, np.nan)
+            force[rows] = self.rel.table.force_n[s][rows + lat]
+            pose_col = f'sensor_{s}_pose'
+            target = virtual_targets(self.rel.poses[pose_col], force, self.gel_axis(s))
+            ok = rows[self.pose_ok[pose_col][rows] & np.all(np.isfinite(target[rows]), axis=1)]
         return self._rows_stream(f'/sensor_{s}/force_target', 'geometry_msgs/msg/PoseStamped',
-                                 ok, lambda r, t: _pose_stamped(target[r + lat], t))
+                                 ok, lambda r, t: _pose_stamped(target[r], t))
 
     def _values(self, s: str, rows: np.ndarray) -> Stream:
         """Fresh tactile scalars and where they came from, in VALUE_LABELS order.

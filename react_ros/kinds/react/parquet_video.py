@@ -34,6 +34,10 @@ EPISODE_ID = re.compile(r'^(\d{4}-\d{2}-\d{2})/(episode_\d{3,})$')
 # The format document calls it R_x(-90 deg); as an active rotation this matrix
 # is R_x(+90 deg). The mapping is what the contract fixes.
 Y_TO_Z = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])
+# Format document 5: recordings before this date captured the tactile stream this many
+# camera frames before the view at the same index (a V4L2 buffer bug, fixed on the date).
+TACTILE_FIX_DATE = '2026-06-27'
+TACTILE_EARLY_FRAMES = 15
 FINGERPRINT_TOLERANCE_PX = 6.0  # the rig's own noise floor (format document 6)
 MAX_QUAT_NORM_ERROR = 1e-3
 MM_SUSPECT_M = 20.0  # no tracked point of a table-top rig is 20 m from the origin

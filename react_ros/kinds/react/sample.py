@@ -6,7 +6,8 @@ three colour views that show them (discs drawn where the calibration projects
 the gel centres and the object), two tactile videos, the section 2 parquet
 columns with the `twm.world_frame` declaration and its projection fingerprint,
 calibration files that declare `up_axis`, gel calibration, splits, segments and
-bad frames.
+bad frames. Its date predates the 2026-06-27 tactile-latency fix, as every
+motherboard episode does; `date=` moves it (a later release is pushT's).
 Camera frames run at a jittered ~29.9 Hz (not 30), tactile updates at ~8.7 Hz
 so only ~29 % of rows are fresh. Each tactile video frame shows, as a 4x4 grid
 of blocks (samples.umi.read_frame_index reads it), the row its image was
@@ -24,8 +25,9 @@ import av
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from react_ros.kinds.react.parquet_video import (POSE_COLUMNS, SIDES, STIFFNESS_N_PER_M, VIDEO_KEYS,
-                                             VIEWS, WORLD_FRAME_KEY, gel_centres_world, project)
+from react_ros.kinds.react.parquet_video import (POSE_COLUMNS, SIDES, STIFFNESS_N_PER_M,
+                                                 TACTILE_FIX_DATE, VIDEO_KEYS, VIEWS,
+                                                 WORLD_FRAME_KEY, gel_centres_world, project)
 from react_ros.errors import SinkError
 from react_ros.kinds.umi.sample import frame_index_bits
 from react_ros.samples.writing import write_sample
@@ -34,6 +36,9 @@ from react_ros.sinks.output import check_stop
 EPISODE = '2026-05-10/episode_000'
 TASK = 'motherboard'
 TASK_TEXT = 'insert the module into the motherboard slot'
+# Every motherboard episode predates the tactile-latency fix (format document 5), so a
+# release dated on or after TACTILE_FIX_DATE is of the document's other task.
+LATER_TASK, LATER_TASK_TEXT = 'pushT', 'push the T-shaped block into its outline'
 CAMERA_HZ, TACTILE_HZ = 29.9, 8.7
 TRIM = 412  # row r is raw HDF5 camera frame TRIM + r
 GUARD = 15
@@ -78,27 +83,39 @@ def gel_axis_in_rigid(side: str) -> np.ndarray:
     return Rotation.from_euler(str(axis), float(deg), degrees=True).apply([0.0, -1.0, 0.0])
 
 
-def release_episodes(n: int) -> list[str]:
-    """The ids of a sample release of n episodes: two a day from EPISODE's date on."""
-    first = datetime.date.fromisoformat(EPISODE.split('/')[0])
+def release_episodes(n: int, date: str | None = None) -> list[str]:
+    """The ids of a sample release of n episodes: two a day from `date` (EPISODE's) on."""
+    first = datetime.date.fromisoformat(date or EPISODE.split('/')[0])
     return [f'{first + datetime.timedelta(days=k // 2)}/episode_{k % 2:03d}' for k in range(n)]
 
 
+def task_of(date: str) -> tuple[str, str]:
+    """(task, its text) of a sample release whose last episode is on `date`."""
+    return (TASK, TASK_TEXT) if date < TACTILE_FIX_DATE else (LATER_TASK, LATER_TASK_TEXT)
+
+
 def write_react_sample(out_dir: Path, *, seed: int = 0, duration_s: float = 3.0,
-                       width: int = 640, height: int = 480, episodes: int | None = None) -> Path:
+                       width: int = 640, height: int = 480, episodes: int | None = None,
+                       date: str | None = None) -> Path:
     """Write a release root at `out_dir` (under a temporary name, renamed at the end).
 
     By default the release holds one episode, EPISODE; `episodes=N` gives N
     (release_episodes names them), episode k written with seed + k, all sharing
-    the calibration and the release's side files.
+    the calibration and the release's side files. `date` (YYYY-MM-DD) moves the first
+    episode; a release reaching TACTILE_FIX_DATE is pushT's, as no motherboard
+    episode was recorded after the fix.
     """
     if episodes is not None and episodes < 1:
         raise SinkError(f'{out_dir}: a release holds at least one episode, got {episodes}')
-    ids = release_episodes(1 if episodes is None else episodes)
+    try:
+        ids = release_episodes(1 if episodes is None else episodes, date)
+    except ValueError:
+        raise SinkError(f'{out_dir}: date {date!r} is not YYYY-MM-DD') from None
+    task = task_of(ids[-1].split('/')[0])  # one task per release root
 
     def write(tmp: Path) -> None:
-        _write_release(tmp, [_Episode(tmp, seed + k, duration_s, width, height, episode, k)
-                             for k, episode in enumerate(ids)])
+        _write_release(tmp, [_Episode(tmp, seed + k, duration_s, width, height, episode, k,
+                                      task) for k, episode in enumerate(ids)])
     return write_sample(out_dir, duration_s, (width, height), 0.5, (64, 48), write)
 
 
@@ -111,9 +128,11 @@ def _write_release(root: Path, episodes: list[_Episode]) -> None:
 
 class _Episode:
     def __init__(self, root: Path, seed: int, duration_s: float, width: int, height: int,
-                 episode: str = EPISODE, index: int = 0):
+                 episode: str = EPISODE, index: int = 0,
+                 task: tuple[str, str] = (TASK, TASK_TEXT)):
         self.root = root
         self.episode, self.index = episode, index
+        self.task, self.task_text = task
         self.rng = np.random.default_rng(seed)
         self.size = (width, height)
         self.k = camera_matrix(width, height)
@@ -213,7 +232,7 @@ class _Episode:
             'episode': pa.array([self.episode] * n, pa.string()),
             'episode_index': pa.array(np.full(n, self.index, np.int64)),
             'frame_index': pa.array(np.arange(n), pa.int64()),
-            'task': pa.array([TASK_TEXT] * n, pa.string()),
+            'task': pa.array([self.task_text] * n, pa.string()),
             'task_index': pa.array(np.zeros(n, np.int64)),
         }
         for c in POSE_COLUMNS:
@@ -240,7 +259,7 @@ class _Episode:
     def record(self) -> dict[str, Any]:
         """Its line of episodes.jsonl."""
         return {'episode': self.episode, 'episode_index': self.index, 'length': self.n,
-                'world_frame_offset': WORLD_OFFSET_M, 'task': TASK_TEXT}
+                'world_frame_offset': WORLD_OFFSET_M, 'task': self.task_text}
 
     def curation(self) -> dict[str, Any]:
         """Its entries of bad_frames.json, segments.json and splits.json, by file."""
@@ -341,7 +360,7 @@ def _side_files(root: Path, episodes: list[_Episode]) -> None:
     """meta/info.json, episodes.jsonl and the curation files, over every episode."""
     (root / 'meta').mkdir()
     _json(root / 'meta' / 'info.json',
-          {'fps': 30, 'video_keys': list(VIDEO_KEYS), 'task': TASK,
+          {'fps': 30, 'video_keys': list(VIDEO_KEYS), 'task': episodes[0].task,
            'codebase_version': 'react-1.2', 'total_episodes': len(episodes)})
     (root / 'episodes.jsonl').write_text(''.join(json.dumps(e.record()) + '\n'
                                                  for e in episodes))
@@ -354,5 +373,5 @@ def _json(path: Path, doc: Any) -> None:
     path.write_text(json.dumps(doc, indent=1) + '\n')
 
 
-__all__ = ['EPISODE', 'WORLD_OFFSET_M', 'camera_matrix', 'gel_axis_in_rigid', 'look_at', 'release_episodes',
-           'write_react_sample']
+__all__ = ['EPISODE', 'WORLD_OFFSET_M', 'camera_matrix', 'gel_axis_in_rigid', 'look_at',
+           'release_episodes', 'task_of', 'write_react_sample']

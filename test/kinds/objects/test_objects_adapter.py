@@ -300,6 +300,50 @@ def test_a_valid_frame_holding_nan_is_dropped_counted_and_reported(release: Path
     assert 'NaN' in big.message
 
 
+def test_valid_decides_where_a_finite_pose_is_kept_on_invalid_frames(release: Path,
+                                                                     tmp_path: Path) -> None:
+    """Issue 37 item 4: `valid` is honoured, not finiteness.
+
+    The format document stores NaN where not valid, and the sample is faithful to it, so on
+    the sample ignoring `valid` reads the same. Here the invalid frames hold a finite pose,
+    as a writer that kept the last good pose (LittleBox0's invalid stretch) or wrote some
+    pose anyway (LittleBox1's invalid start) would: those frames stay off /tf, the markers
+    are removed there, the status says valid=false, and one warning per instance says so.
+    Reading finiteness alone publishes them (watched: this test then fails).
+    """
+    root = tmp_path / 'release'
+    shutil.copytree(release, root)
+    f = files(root)
+    poses, valid = f['T_world_obj'].copy(), f['valid']
+    little0, little1 = f['names'].index('LittleBox0'), f['names'].index('LittleBox1')
+    gap = np.flatnonzero(~valid[little0])
+    start = np.flatnonzero(~valid[little1])
+    assert len(gap) and gap[0] > 0 and len(start) and start[0] == 0  # the sample's pitfalls
+    assert not np.isfinite(poses[~valid]).any()  # NaN where not valid, as documented
+    poses[little0, gap] = poses[little0, gap[0] - 1]  # the last good pose held
+    poses[little1, start] = poses[little1, start[-1] + 1]
+    poses[little1, start, :3, 3] += [0.3, 0.0, 0.0]  # somewhere it was not
+    rewrite_npz(root / NPZ, T_world_obj=poses)
+    ep = open_episode(root)
+    for name, n in (('LittleBox0', len(gap)), ('LittleBox1', len(start))):
+        said = [w for w in ep.warnings if f'T_world_obj[{name}]' in w]
+        assert len(said) == 1 and f'{n} frame(s) marked not valid hold a finite pose' in said[0]
+    assert ep.invalid_poses == {}  # nothing marked valid was lost
+    on_tf = np.zeros_like(valid)
+    for t, msg in stream_msgs(ep, '/tf'):
+        for tr in msg.transforms:
+            on_tf[f['names'].index(tr.child_frame_id), _frame(f, t)] = True
+    assert (on_tf == valid).all()
+    for t, msg in stream_msgs(ep, '/objects/markers'):
+        k = _frame(f, t)
+        for m in msg.markers:
+            assert m.action == (0 if valid[m.id, k] else 2), (m.id, k)  # ADD / DELETE
+    status = dict(stream_msgs(ep, '/objects/status'))
+    for i, k in ((little0, gap[0]), (little1, 0)):
+        s = status[int(f['t_ns'][k])].status[i]
+        assert {kv.key: kv.value for kv in s.values}['valid'] == 'false' and s.level == b'\x03'
+
+
 # -- the self-check of the frame conventions ----------------------------------------------
 def test_marker_check_agrees_on_the_sample_and_catches_t_rb_obj_the_other_way(
         release: Path, tmp_path: Path) -> None:

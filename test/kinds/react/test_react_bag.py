@@ -167,3 +167,73 @@ def test_images_are_the_video_frames(bag: tuple[Path, Msgs, Any]) -> None:
     tactile = [f for f, new in zip(decode_rgb(root / VIDEOS / 'tactile_right.mp4'), fresh) if new]
     got = msgs['/tactile_right/image_raw']
     assert [bytes(m.data) for _, _, m in got] == [f.tobytes() for f in tactile]
+
+
+def _matrix(tf: Any) -> np.ndarray:
+    q, p = tf.transform.rotation, tf.transform.translation
+    m = np.eye(4)
+    m[:3, :3] = Rotation.from_quat([q.x, q.y, q.z, q.w]).as_matrix()
+    m[:3, 3] = [p.x, p.y, p.z]
+    return m
+
+
+def _world_from(frame: str, t_ns: int, msgs: Msgs) -> np.ndarray | None:
+    """world_T_frame as a TF user gets it at stamp t_ns: /tf_static, and /tf at exactly t_ns
+    (a lookup at a stamp /tf holds needs no interpolation). None: the chain is broken."""
+    parent = {tf.child_frame_id: (tf.header.frame_id, _matrix(tf))
+              for _, _, msg in msgs['/tf_static'] for tf in msg.transforms}
+    for _, _, msg in msgs['/tf']:
+        if _ns(msg.transforms[0].header.stamp) == t_ns:
+            parent.update({tf.child_frame_id: (tf.header.frame_id, _matrix(tf))
+                           for tf in msg.transforms})
+    out = np.eye(4)
+    while frame != 'world':
+        if frame not in parent:
+            return None
+        frame, m = parent[frame]
+        out = m @ out
+    return out
+
+
+@pytest.mark.parametrize('latency,axis', [(0, 'local_y'), (15, 'local_y'), (15, 'dual_ball')])
+def test_force_target_is_the_pose_on_tf_at_its_stamp_pushed_along_the_force(
+        bag: tuple[Path, Msgs, Any], tmp_path: Path, latency: int, axis: str) -> None:
+    """Issue 37 item 3: the target published at a stamp is the sensor pose on /tf at that
+    stamp + F/k along the force published at that stamp (k = 2 N/mm), on every fresh row.
+
+    Under --tactile-latency N the stored target of row i+N was built from the pose of row
+    i+N; published at row i's stamp it sits a median of millimetres off (asserted below,
+    from the files), far outside the 0.1 mm this requires.
+    """
+    root = bag[0]
+    args = ('--tactile-latency', str(latency), '--gel-axis', axis)
+    msgs = bag[1] if (latency, axis) == (0, 'local_y') else _convert(root, tmp_path / 'bag',
+                                                                     *args)[0]
+    row_ns = BASE_NS + np.round(column(root, 'timestamp') * 1e9).astype(np.int64)
+    k_n_per_m = 2000.0  # the format document's stiffness, 2 N/mm
+    for s in SIDES:
+        forces = {_ns(m.header.stamp): m for _, _, m in msgs[f'/sensor_{s}/force']}
+        targets = {_ns(m.header.stamp): m for _, _, m in msgs[f'/sensor_{s}/force_target']}
+        assert sorted(targets) == sorted(forces) and len(targets) > 10  # every fresh row
+        errors, stored_errors = [], []
+        for t, target in targets.items():
+            force = forces[t]
+            assert force.header.frame_id == f'gel_{s}' and target.header.frame_id == 'world'
+            sensor = _world_from(f'sensor_{s}', t, msgs)
+            gel = _world_from(force.header.frame_id, t, msgs)
+            assert sensor is not None and gel is not None, (s, t)
+            f = force.wrench.force
+            want = sensor[:3, 3] + gel[:3, :3] @ [f.x, f.y, f.z] / k_n_per_m
+            p, q = target.pose.position, target.pose.orientation
+            errors.append(np.linalg.norm([p.x, p.y, p.z] - want))
+            turn = Rotation.from_quat([q.x, q.y, q.z, q.w]).inv() * \
+                Rotation.from_matrix(sensor[:3, :3])
+            assert turn.magnitude() < 1e-9, (s, t)  # the target keeps the sensor's orientation
+            row = int(np.flatnonzero(row_ns == t)[0])
+            stored = column(root, f'force_{s}_target_pose')[row + latency, :3]
+            stored_errors.append(np.linalg.norm(stored - want))
+        assert max(errors) < 1e-4, (s, max(errors))
+        if latency and axis == 'local_y':
+            # the negative control: the stored target of row i+N at row i's stamp
+            assert np.median(stored_errors) > 1e-3, (s, np.median(stored_errors))
+

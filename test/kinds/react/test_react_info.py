@@ -150,3 +150,45 @@ def test_react_options_reach_the_adapter(root: Path) -> None:
     assert _count(out, '/view_right/image_raw') == b - a + 1
     fresh = column(root, 'tactile_left_is_new').astype(bool)
     assert _count(out, '/sensor_left/force') == fresh[a + 3:b + 4].sum()
+
+
+EARLY = 'tactile stream is 15 frames early'
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, '-m', 'react_ros.cli', *args], capture_output=True,
+                          text=True, timeout=120, env=dict(os.environ))
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def test_a_pre_fix_episode_without_latency_is_warned_once_naming_the_option(
+        root: Path, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Format document 5: recordings before 2026-06-27 have the tactile stream 15 frames
+    early (every motherboard episode). With the default latency 0 nothing else shows it, so
+    info, convert (and play, through the same opening) say it once, naming the option and the
+    launch argument; not with --tactile-latency 15, and not for an episode after the fix."""
+    from conftest import written_once
+
+    from react_ros.kinds.react.sample import write_react_sample
+    later = written_once(tmp_path_factory, 'react_release_after_fix', lambda out: (
+        write_react_sample(out, seed=3, duration_s=1.0, width=REACT_SIZE[0],
+                           height=REACT_SIZE[1], date='2026-07-02')))
+    later_id = '2026-07-02/episode_000'
+    assert json.loads((later / 'meta/info.json').read_text())['task'] == 'pushT'  # not motherboard
+
+    def said(src: Path, episode: str, *args: str) -> list[str]:
+        info = _cli('info', str(src), '--episode', episode, *args)
+        out = tmp_path / f'bag{len(list(tmp_path.iterdir()))}'
+        convert = _cli('convert', str(src), '--episode', episode, '-o', str(out), *args)
+        lines = [line for line in info.stdout.splitlines() + convert.stderr.splitlines()
+                 if EARLY in line]
+        assert all(line.startswith('warning: ') for line in lines), lines
+        return lines
+
+    before = said(root, EPISODE)
+    assert len(before) == 2  # once in info, once in convert
+    assert all(EPISODE in w and '--tactile-latency 15' in w and 'tactile_latency:=15' in w
+               for w in before), before
+    assert said(root, EPISODE, '--tactile-latency', '15') == []
+    assert said(later, later_id) == []
