@@ -129,6 +129,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         kind = resolve_kind(Path(p['episode']), p['kind'] or None)
         play = play_options(p)
         episode = open_episode(Path(p['episode']), kind.name, episode_options(p, kind, play))
+        for warning in episode.warnings:  # odd but usable: said, as `react-ros play` says it
+            node.get_logger().warning(warning)
         episode = episode_with_images(episode, play.images, reencode=not play.no_reencode,
                                       notes=Report(play.log_level).info)
         player = Player(episode, play.for_player(

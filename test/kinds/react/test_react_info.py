@@ -192,3 +192,16 @@ def test_a_pre_fix_episode_without_latency_is_warned_once_naming_the_option(
                for w in before), before
     assert said(root, EPISODE, '--tactile-latency', '15') == []
     assert said(later, later_id) == []
+
+
+def test_the_player_node_says_the_episodes_warnings_too(root: Path) -> None:
+    """Under ros2 launch the player is the node: its log must carry what `react-ros play`
+    prints (here the pre-fix episode's tactile warning), once."""
+    proc = subprocess.run([sys.executable, '-m', 'react_ros.node', '--ros-args',
+                           '-p', f'episode:={root}', '-p', f'episode_id:={EPISODE}',
+                           '-p', 'rate:=20.0', '-p', 'quiet:=true',
+                           '-p', 'wait_for_subscribers:=0.0', '-p', 'playback_duration:=0.2'],
+                          capture_output=True, text=True, timeout=300, env=dict(os.environ))
+    assert proc.returncode == 0, proc.stderr
+    lines = [line for line in (proc.stdout + proc.stderr).splitlines() if EARLY in line]
+    assert len(lines) == 1 and 'WARN' in lines[0] and '--tactile-latency 15' in lines[0], lines
