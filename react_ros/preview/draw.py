@@ -10,6 +10,7 @@ their own colour; point clouds coloured by depth.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Callable
 from urllib.parse import unquote, urlparse
@@ -18,6 +19,7 @@ import numpy as np
 from PIL import Image as PilImage, ImageDraw, ImageFont
 
 from react_ros.preview.imaging import TURBO
+from react_ros.preview.labels import Label, place
 from react_ros.preview.projection import NEAR_M, CameraModel
 from react_ros.preview.state import State
 from react_ros.preview.tf_buffer import matrix
@@ -30,6 +32,8 @@ POSE = (255, 255, 120)
 DEFAULT_MARKER = (255, 200, 80)
 NEWTONS_TO_M = 0.01  # force arrows: 10 N is 0.1 m long
 MAX_ITEMS = 20_000  # line segments a picture draws at most (a mesh is drawn by its bounds)
+# Label priorities: what a label names decides which one keeps a crowded spot.
+TEXT_PRIORITY, FORCE_PRIORITY, MOVING_FRAME, POSE_PRIORITY, STATIC_FRAME = range(5)
 
 # Marker types (visualization_msgs/Marker)
 ARROW, CUBE, SPHERE, CYLINDER, LINE_STRIP, LINE_LIST, CUBE_LIST, SPHERE_LIST, POINTS, \
@@ -75,8 +79,11 @@ class Painter:
     def __init__(self, img: PilImage.Image, view: View) -> None:
         self.img = img
         self.view = view
-        self.draw = ImageDraw.Draw(img)
-        self.labels: list[tuple[tuple[float, float], str, tuple[int, int, int]]] = []
+        self.layer = PilImage.new('RGBA', img.size, (0, 0, 0, 0))
+        self.draw = ImageDraw.Draw(self.layer)
+        self.labels: list[Label] = []
+        self.lines = 0  # segments and discs drawn, for `_drew`
+        self.extent: tuple[int, int, int, int] | None = None  # of the lines, once finished
         self.budget = MAX_ITEMS
         self.origins: list[np.ndarray] = []  # optical-frame origins of the axes drawn
         m = view.model
@@ -112,6 +119,7 @@ class Painter:
             if ok.sum() < 2:
                 continue
             self.budget -= 1
+            self.lines += 1
             self.draw.line([tuple(p) for p in line[ok]], fill=c, width=width)
 
     def dots(self, p: np.ndarray, colour: Any, radius: float = 2.0,
@@ -126,6 +134,7 @@ class Painter:
             if self.budget <= 0:
                 break
             self.budget -= 1
+            self.lines += 1
             r = radius if metres is None else max(radius, f * metres / 2 / p[i, 2])
             u, v = uv[i]
             self.draw.ellipse([u - r, v - r, u + r, v + r], fill=colours[i])
@@ -147,20 +156,35 @@ class Painter:
         self.draw.polygon([tuple(uv[1]), tuple(left), tuple(right)], fill=colour)
 
     def label(self, p: np.ndarray, text: str, colour: Any = (255, 255, 255),
-              offset: tuple[int, int] = (4, 2)) -> None:
+              priority: int = STATIC_FRAME, beside: bool = True) -> None:
         uv = self.view.model.project(np.asarray(p, float).reshape(1, 3))[0]
         if self.view.inside(uv[None])[0]:
-            self.labels.append(((uv[0] + offset[0], uv[1] + offset[1]), text, colour))
+            self.labels.append(Label((float(uv[0]), float(uv[1])), text, colour, priority,
+                                     len(self.labels), beside))
 
-    def flush_labels(self) -> None:
-        f = font(self.view.label_size)
-        for xy, text, colour in self.labels:
-            self.draw.text(xy, text, fill=colour, font=f, stroke_width=2, stroke_fill=(0, 0, 0))
+    def finish(self) -> tuple[list[tuple[str, int, int, int, int]], list[str]]:
+        """Lay the lines over the picture, then place the labels: (drawn, left out)."""
+        alpha = self.layer.getchannel('A')
+        self.extent = alpha.getbbox()
+        occupied = np.asarray(alpha) > 0
+        self.img.paste(PilImage.alpha_composite(self.img.convert('RGBA'), self.layer)
+                       .convert(self.img.mode))
+        placed = place(ImageDraw.Draw(self.img), self.labels, occupied,
+                       font(self.view.label_size))
         self.labels.clear()
+        if placed.hidden:  # said, so a reader knows names were left out
+            f = font(max(8, self.view.label_size - 2))
+            text = f'+{len(placed.hidden)} labels'
+            d = ImageDraw.Draw(self.img)
+            w = d.textlength(text, font=f)
+            d.text((self.img.width - w - 4, self.img.height - self.view.label_size - 4), text,
+                   fill=(200, 200, 200), font=f, stroke_width=2, stroke_fill=(0, 0, 0))
+        return placed.drawn, placed.hidden
 
     # -- things ----------------------------------------------------------------------
     def axes(self, frame: str, length: float | None = None, label: str | None = None,
-             width: int = 2, pose: np.ndarray | None = None) -> bool:
+             width: int = 2, pose: np.ndarray | None = None,
+             priority: int = STATIC_FRAME) -> bool:
         """A frame's x, y, z axes; False when its origin is not in view."""
         origin = self.view.to_cam(frame, np.zeros(3), pose)
         if origin is None or origin[0, 2] <= NEAR_M:
@@ -175,7 +199,7 @@ class Painter:
         for i in (2, 1, 0):  # x drawn last, on top
             self.segments(origin, tips[i], AXIS_COLOURS[i], width)
         if label:
-            self.label(origin[0], label)
+            self.label(origin[0], label, priority=priority)
         self.origins.append(origin[0])
         return True
 
@@ -183,15 +207,29 @@ class Painter:
         return any(np.linalg.norm(o - p) < tol_m for o in self.origins)
 
 
+@dataclass
+class Drawn:
+    """What one picture shows: each overlay drawn ('frame NAME', 'pose TOPIC', 'keypoints
+    TOPIC', 'force TOPIC', 'marker TOPIC NS/ID', 'cloud TOPIC'), its labels (text and box:
+    left, top, right, bottom), the labels left out, the box the lines span."""
+
+    overlays: list[str] = field(default_factory=list)
+    labels: list[tuple[str, int, int, int, int]] = field(default_factory=list)
+    hidden: list[str] = field(default_factory=list)
+    extent: tuple[int, int, int, int] | None = None
+
+
 def draw_scene(img: PilImage.Image, view: View, state: State, tf_edges: dict[str, str],
                frames: set[str], skip_frames: set[str] = frozenset(),
-               cloud_limits: tuple[float, float] | None = None) -> None:
+               cloud_limits: tuple[float, float] | None = None,
+               static_frames: set[str] = frozenset()) -> Drawn:
     """Everything in view at state.t_ns, bottom to top: point clouds, TF links, TF axes,
     poses, keypoints, forces, markers; labels last."""
+    out = Drawn()
+    for topic, frame, xyz, _ in state.clouds:
+        if _cloud(img, view, frame, xyz, cloud_limits):
+            out.overlays.append(f'cloud {topic}')
     p = Painter(img, view)
-    for _, frame, xyz, _ in state.clouds:
-        _cloud(img, view, frame, xyz, cloud_limits)
-    p.draw = ImageDraw.Draw(img)  # the cloud may have replaced the pixels
     for child, parent in sorted(tf_edges.items()):
         if child in skip_frames or parent in skip_frames:
             continue
@@ -200,8 +238,11 @@ def draw_scene(img: PilImage.Image, view: View, state: State, tf_edges: dict[str
         if a is not None and b is not None:
             p.segments(a, b, LINK, 1)
     for frame in sorted(frames):
-        if frame not in skip_frames:
-            p.axes(frame, label=frame)
+        # a frame that moves is what a reader looks for; its static children say less
+        moving = frame in tf_edges and frame not in static_frames
+        if frame not in skip_frames and p.axes(
+                frame, label=frame, priority=MOVING_FRAME if moving else STATIC_FRAME):
+            out.overlays.append(f'frame {frame}')
     for topic, frame, xyz, q, _ in state.poses:
         try:
             pose = matrix(xyz, q)
@@ -211,20 +252,32 @@ def draw_scene(img: PilImage.Image, view: View, state: State, tf_edges: dict[str
         if origin is None or p.near_drawn(origin[0]):  # a pose that TF draws already
             continue
         if p.axes(frame, width=1, pose=pose):
+            out.overlays.append(f'pose {topic}')
             p.label(origin[0], topic.rsplit('/', 1)[-1] if topic.count('/') < 2 else
-                    topic.strip('/').split('/')[0], POSE, offset=(4, -14))
-    for _, frame, pts, _ in state.keypoints:
+                    topic.strip('/').split('/')[0], POSE, POSE_PRIORITY)
+    for topic, frame, pts, _ in state.keypoints:
         cam = view.to_cam(frame, pts)
-        if cam is not None:
-            p.dots(cam, KEYPOINT, radius=2)
-    for _, frame, force, _ in state.wrenches:
+        if cam is not None and _drew(p, lambda: p.dots(cam, KEYPOINT, radius=2)):
+            out.overlays.append(f'keypoints {topic}')
+    for topic, frame, force, _ in state.wrenches:
         cam = view.to_cam(frame, np.stack([np.zeros(3), force * NEWTONS_TO_M]))
-        if cam is not None and cam[0, 2] > NEAR_M:
-            p.arrow(cam[0], cam[1], FORCE, 3)
-            p.label(cam[1], f'{np.linalg.norm(force):.1f} N', FORCE)
-    for _, m in state.markers:
-        _marker(p, view, m)
-    p.flush_labels()
+        if cam is not None and cam[0, 2] > NEAR_M and \
+                _drew(p, lambda: p.arrow(cam[0], cam[1], FORCE, 3)):
+            out.overlays.append(f'force {topic}')
+            p.label(cam[1], f'{np.linalg.norm(force):.1f} N', FORCE, FORCE_PRIORITY)
+    for topic, m in state.markers:
+        if _drew(p, lambda: _marker(p, view, m)):
+            out.overlays.append(f'marker {topic} {m.ns}/{m.id}')
+    out.labels, out.hidden = p.finish()
+    out.extent = p.extent
+    return out
+
+
+def _drew(p: Painter, paint: Callable[[], Any]) -> bool:
+    """Whether `paint` put a line, disc or label into the picture."""
+    before = (p.lines, len(p.labels))
+    paint()
+    return (p.lines, len(p.labels)) != before
 
 
 def _colour(c: Any, fallback: tuple[int, int, int] = DEFAULT_MARKER) -> tuple[int, int, int]:
@@ -296,7 +349,7 @@ def _marker(p: Painter, view: View, m: Any) -> None:
     elif t == TEXT:
         c = cam(np.zeros(3))
         if c is not None:
-            p.label(c[0], m.text, colour, offset=(0, 0))
+            p.label(c[0], m.text, colour, TEXT_PRIORITY, beside=False)
     elif t == MESH:
         lo_hi = _mesh_bounds(m.mesh_resource)
         if lo_hi is not None:
@@ -334,14 +387,14 @@ def _mesh_bounds(uri: str) -> tuple[np.ndarray, np.ndarray] | None:
 
 
 def _cloud(img: PilImage.Image, view: View, frame: str, xyz: np.ndarray,
-           limits: tuple[float, float] | None) -> None:
+           limits: tuple[float, float] | None) -> bool:
     cam = view.to_cam(frame, xyz)
     if cam is None or not len(cam):
-        return
+        return False
     uv = view.model.project(cam)
     ok = view.inside(uv)
     if not ok.any():
-        return
+        return False
     z = cam[ok, 2]
     lo, hi = limits if limits is not None else (float(np.percentile(z, 2)),
                                                 float(np.percentile(z, 98)))
@@ -351,6 +404,7 @@ def _cloud(img: PilImage.Image, view: View, frame: str, xyz: np.ndarray,
     v = uv[ok, 1].astype(np.int64)
     a[v, u] = TURBO[idx]
     img.paste(PilImage.fromarray(a))
+    return True
 
 
-__all__ = ['Painter', 'View', 'draw_scene', 'font']
+__all__ = ['Drawn', 'Painter', 'View', 'draw_scene', 'font']

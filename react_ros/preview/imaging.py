@@ -3,6 +3,7 @@ images colour-mapped, CompressedImage decoded with Pillow, CompressedVideo with 
 from __future__ import annotations
 
 import io
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -26,9 +27,34 @@ def _turbo_lut() -> np.ndarray:
 TURBO = _turbo_lut()
 
 
+@dataclass(frozen=True)
+class Scale:
+    """What a colour-mapped image's colours stand for: lo (blue) to hi (red), in `unit`."""
+
+    lo: float
+    hi: float
+    unit: str
+
+    def text(self, value: float) -> str:
+        digits = max(0, min(3, 1 - int(np.floor(np.log10(max(abs(self.hi - self.lo), 1e-9))))))
+        return f'{value:.{digits}f} {self.unit}'.strip()
+
+
+def depth_unit(encoding: str) -> str:
+    """REP 118: a float depth image is in metres, an integer one in millimetres."""
+    enc = encoding.split(';')[0].strip()
+    return 'm' if enc in ('32FC1', '64FC1') else 'mm' if enc in ('16UC1', 'mono16') else ''
+
+
 def colormap(values: np.ndarray, lo: float | None = None, hi: float | None = None
              ) -> np.ndarray:
     """Values -> RGB through Turbo; NaN, inf and non-positive depths black."""
+    return colormap_scaled(values, lo, hi)[0]
+
+
+def colormap_scaled(values: np.ndarray, lo: float | None = None, hi: float | None = None,
+                    unit: str = '') -> tuple[np.ndarray, Scale]:
+    """`colormap` and the range it mapped (the 2nd to 98th percentile unless given)."""
     v = np.asarray(values, dtype=np.float64)
     ok = np.isfinite(v) & (v > 0)
     if lo is None or hi is None:
@@ -40,7 +66,7 @@ def colormap(values: np.ndarray, lo: float | None = None, hi: float | None = Non
     idx = np.clip((np.where(ok, v, lo) - lo) / span * 255, 0, 255).astype(np.uint8)
     out = TURBO[idx]
     out[~ok] = 0
-    return out
+    return out, Scale(float(lo), float(lo + span), unit)
 
 
 def label_colours(ids: np.ndarray) -> np.ndarray:
@@ -53,19 +79,27 @@ def label_colours(ids: np.ndarray) -> np.ndarray:
     return out
 
 
-def _grey_or_labels(a: np.ndarray, encoding: str, topic: str) -> np.ndarray:
+def _grey_or_labels(a: np.ndarray, encoding: str, topic: str
+                    ) -> tuple[np.ndarray, Scale | None]:
     if encoding == '32FC1' or a.dtype.kind == 'f':
-        return colormap(a)
+        return colormap_scaled(a, unit=depth_unit(encoding) or 'm')
     if 'depth' in topic or 'disparity' in topic:
-        return colormap(a.astype(np.float64))
+        return colormap_scaled(a.astype(np.float64),
+                               unit='px' if 'disparity' in topic else depth_unit(encoding))
     if encoding in ('mono8', '8UC1') and a.dtype == np.uint8 and 'label' not in topic \
             and 'segmentation' not in topic:
-        return np.repeat(a[..., None], 3, axis=2)
-    return label_colours(a)
+        return np.repeat(a[..., None], 3, axis=2), None
+    return label_colours(a), None
 
 
 def image_rgb(msg: Any, msg_type: str, topic: str = '') -> np.ndarray:
     """HxWx3 uint8 for an Image or CompressedImage; ValueError for what cannot be shown."""
+    return image_rgb_scaled(msg, msg_type, topic)[0]
+
+
+def image_rgb_scaled(msg: Any, msg_type: str, topic: str = ''
+                     ) -> tuple[np.ndarray, Scale | None]:
+    """`image_rgb`, and for a colour-mapped depth image the Scale its colours stand for."""
     if msg_type == IMAGE:
         return _raw(msg, topic)
     if msg_type == COMPRESSED_IMAGE:
@@ -76,21 +110,22 @@ def image_rgb(msg: Any, msg_type: str, topic: str = '') -> np.ndarray:
             _, a, b, png = split_depth(msg)
             decoded = np.asarray(PilImage.open(io.BytesIO(png)))
             enc = fmt.split(';')[0].strip()
-            return colormap(depth_from_decoded(decoded, enc, a, b).astype(np.float64))
+            return colormap_scaled(depth_from_decoded(decoded, enc, a, b).astype(np.float64),
+                                   unit=depth_unit(enc))
         img = PilImage.open(io.BytesIO(data))
         if img.mode in ('I;16', 'I;16B', 'I', 'F'):
             return _grey_or_labels(np.asarray(img), fmt.split(';')[0].strip(), topic)
-        return np.asarray(img.convert('RGB'))
+        return np.asarray(img.convert('RGB')), None
     raise ValueError(f'{msg_type} is not an image message')
 
 
-def _raw(msg: Any, topic: str) -> np.ndarray:
+def _raw(msg: Any, topic: str) -> tuple[np.ndarray, Scale | None]:
     enc = str(msg.encoding)
     h, w = int(msg.height), int(msg.width)
     if enc in ('rgba8', 'bgra8', '8UC4'):
         rows = np.frombuffer(bytes(msg.data), np.uint8, count=msg.step * h).reshape(h, -1)
         a = rows[:, :w * 4].reshape(h, w, 4)[..., :3]
-        return np.ascontiguousarray(a[..., ::-1] if enc == 'bgra8' else a)
+        return np.ascontiguousarray(a[..., ::-1] if enc == 'bgra8' else a), None
     if enc == '8UC3':
         enc_msg = type(msg)(height=h, width=w, encoding='rgb8', is_bigendian=msg.is_bigendian,
                             step=msg.step, data=msg.data)
@@ -98,9 +133,9 @@ def _raw(msg: Any, topic: str) -> np.ndarray:
     from react_ros.ros.compressed_image import image_array
     a = image_array(msg)
     if enc == 'rgb8':
-        return a
+        return a, None
     if enc == 'bgr8':
-        return np.ascontiguousarray(a[..., ::-1])
+        return np.ascontiguousarray(a[..., ::-1]), None
     return _grey_or_labels(a, enc, topic)
 
 
@@ -127,4 +162,5 @@ class VideoDecoder:
         return frames[-1].to_ndarray(format='rgb24')
 
 
-__all__ = ['TURBO', 'VideoDecoder', 'colormap', 'image_rgb', 'label_colours']
+__all__ = ['TURBO', 'Scale', 'VideoDecoder', 'colormap', 'colormap_scaled', 'depth_unit',
+           'image_rgb', 'image_rgb_scaled', 'label_colours']

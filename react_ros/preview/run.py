@@ -29,8 +29,11 @@ def moments_of(episode: Episode, at_s: Sequence[float] | None) -> list[int]:
 
 def preview(episode: Episode, out: Path, at_s: Sequence[float] | None = None,
             camera: str | None = None, tile_height: int = 360,
-            progress_out: TextIO | None = None) -> str:
-    """Draw `episode` into `out` (.png: a sheet, .mp4: a clip); the line to print."""
+            progress_out: TextIO | None = None, summary: dict[str, Any] | None = None) -> str:
+    """Draw `episode` into `out` (.png: a sheet, .mp4: a clip); the line to print.
+
+    `summary`, given, is filled with what a sheet shows (sheet.summary).
+    """
     is_clip = out.suffix.lower() == '.mp4'
     if is_clip and at_s:
         raise ReactRosError('--at: picks the moments of a sheet (.png); a clip (.mp4) '
@@ -58,9 +61,12 @@ def preview(episode: Episode, out: Path, at_s: Sequence[float] | None = None,
             return f'wrote {out}: {n} frames of {cam.topic}'
         from react_ros.preview.sheet import render_sheet
         sheet = render_sheet(scene, moments, tile_height, say)
+        if summary is not None:
+            summary.update(sheet.summary)
+        image = sheet.image
         with written_aside(out) as tmp:
-            sheet.save(tmp, format='PNG', optimize=True)
-        return f'wrote {out}: {sheet.width}x{sheet.height}, {len(moments)} moments, ' \
+            image.save(tmp, format='PNG', optimize=True)
+        return f'wrote {out}: {image.width}x{image.height}, {len(moments)} moments, ' \
                f'{len(scene.cameras)} image topics'
     finally:
         if bar is not None:

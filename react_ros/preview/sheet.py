@@ -1,7 +1,10 @@
 """The contact sheet: every camera at a few moments with its overlays, a strip of each
-topic's messages over time (gaps marked), and the TF tree."""
+topic's messages over time (gaps of periodic topics marked, event topics as events), and
+the TF tree. `render_sheet` also says what the sheet shows (`Sheet.summary`: tiles, their
+overlays and labels, topics): `make previews` writes it beside each picture."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -10,8 +13,8 @@ from PIL import Image as PilImage, ImageDraw
 from react_ros.bag_info import tf_tree_lines
 from react_ros.preview.draw import font
 from react_ros.preview.imaging import VideoDecoder
-from react_ros.preview.render import BACKGROUND, TITLE_H, Overview, Tile, decode, error_tile, \
-    message_stamp, overlay_tile, plain_tile
+from react_ros.preview.render import BACKGROUND, TITLE_H, Overview, Tile, decode, \
+    decode_scaled, error_tile, message_stamp, overlay_tile, plain_tile
 from react_ros.preview.scene import COMPRESSED_VIDEO, Camera, Scene, deserialize, \
     nearest_message
 from react_ros.preview.state import MarkerState, state_at
@@ -22,6 +25,8 @@ TEXT = (230, 230, 230)
 DIM = (150, 150, 160)
 MOMENT = (255, 220, 60)
 GAP = (255, 70, 70)
+TICK = (120, 200, 255)
+EVENT = (255, 185, 90)
 ROW_H = 13
 LABEL_W = 340
 
@@ -51,8 +56,31 @@ def _video_frames(cam: Camera, moments: list[int]) -> dict[int, tuple[int, Any]]
     return best
 
 
+def is_periodic(times: np.ndarray) -> bool:
+    """A topic published at a rate (its gaps mean something), not one of events.
+
+    Periodic: at least 8 messages, and half their intervals within 30 % of the median
+    one. Annotations, a marker array sent when something changes, a status on change
+    are events: their long intervals are not gaps.
+    """
+    if len(times) < 8:
+        return False
+    dt = np.diff(np.asarray(times, dtype=np.int64))
+    dt = dt[dt > 0]
+    if len(dt) < 7:
+        return False
+    med = float(np.median(dt))
+    return bool(np.mean(np.abs(dt - med) <= 0.3 * med) >= 0.5)
+
+
+@dataclass
+class Sheet:
+    image: PilImage.Image
+    summary: dict[str, Any]
+
+
 def render_sheet(scene: Scene, moments: list[int], tile_height: int = 360,
-                 progress: Callable[[str], None] | None = None) -> PilImage.Image:
+                 progress: Callable[[str], None] | None = None) -> Sheet:
     markers = MarkerState(scene)
     overlay = [c for c in scene.cameras if c.info is not None]
     overview = Overview(scene, moments) if not overlay else None
@@ -70,7 +98,22 @@ def render_sheet(scene: Scene, moments: list[int], tile_height: int = 360,
         for cam in scene.cameras:
             tiles += _camera_tiles(scene, cam, t, state, offset, tile_height, videos, i)
         rows.append(tiles)
-    return compose(scene, moments, rows)
+    image = compose(scene, moments, rows)
+    return Sheet(image, summary(scene, moments, rows, image))
+
+
+def summary(scene: Scene, moments: list[int], rows: list[list[Tile]], image: PilImage.Image
+            ) -> dict[str, Any]:
+    """What the sheet shows, free of paths and pixels: equal for equal data."""
+    return {
+        'kind': scene.kind, 'size': [image.width, image.height],
+        'moments_s': [round((t - scene.start_ns) / 1e9, 3) for t in moments],
+        'topics': {t: {'type': k, 'messages': len(times),
+                       'periodic': is_periodic(times)}
+                   for t, (k, times) in sorted(scene.timelines.items())},
+        'tf_frames': sorted(scene.tf.frames),
+        'tiles': [dict(moment=i, **tile.summary()) for i, tiles in enumerate(rows)
+                  for tile in tiles]}
 
 
 def _camera_tiles(scene: Scene, cam: Camera, t: int, state: Any, offset: float, height: int,
@@ -99,8 +142,9 @@ def _camera_tiles(scene: Scene, cam: Camera, t: int, state: Any, offset: float, 
         got = nearest_message(aux.stream, t)
         if got is not None:
             try:
-                tiles.append(plain_tile(aux, decode(aux, got[1]), tiles[0].image.height,
-                                        aux.encoding.split(';')[0]))
+                aux_rgb, scale = decode_scaled(aux, got[1])
+                tiles.append(plain_tile(aux, aux_rgb, tiles[0].image.height,
+                                        aux.encoding.split(';')[0], 'aux', scale))
             except ValueError as err:
                 tiles.append(error_tile(aux.topic, str(err)[:120], height))
     return tiles
@@ -157,7 +201,8 @@ def _strip(d: ImageDraw.ImageDraw, scene: Scene, moments: list[int], topics: lis
     def x_of(t: np.ndarray | int) -> Any:
         return x0 + (np.asarray(t, dtype=np.float64) - scene.start_ns) / span * (x1 - x0)
     d.text((PAD, top), 'messages over time (one tick a message; red: a gap of more than 3 '
-           'of its median intervals)', fill=TEXT, font=font(12))
+           'median intervals of a periodic topic; orange: a topic of events)', fill=TEXT,
+           font=font(12))
     axis_y = top + 16
     dur = span / 1e9
     step = float(10 ** np.floor(np.log10(max(dur, 1e-3))))
@@ -170,11 +215,18 @@ def _strip(d: ImageDraw.ImageDraw, scene: Scene, moments: list[int], topics: lis
     for i, topic in enumerate(topics):
         y = axis_y + 12 + i * ROW_H
         kind, times = scene.timelines[topic]
-        d.text((PAD, y - 1), f'{topic} ({len(times)})', fill=DIM, font=f)
+        periodic = is_periodic(times)
+        d.text((PAD, y - 1), f'{topic} ({len(times)}{"" if periodic else " events"})',
+               fill=DIM, font=f)
         cols = np.unique(np.clip(x_of(times).astype(np.int64), x0, x1))
         for x in cols:
-            d.line([(int(x), y + 1), (int(x), y + ROW_H - 3)], fill=(120, 200, 255))
-        if len(times) > 2:
+            if periodic:
+                d.line([(int(x), y + 1), (int(x), y + ROW_H - 3)], fill=TICK)
+            else:  # an event: a mark that stands out, never a gap between two
+                d.polygon([(int(x), y + 1), (int(x) + 3, y + ROW_H // 2 - 1),
+                           (int(x), y + ROW_H - 3), (int(x) - 3, y + ROW_H // 2 - 1)],
+                          fill=EVENT)
+        if periodic:
             dt = np.diff(times)
             med = float(np.median(dt[dt > 0])) if np.any(dt > 0) else 0.0
             if med > 0:
@@ -215,4 +267,4 @@ def _tree(d: ImageDraw.ImageDraw, lines: list[str], top: int, width: int, per_co
         d.text((x, y), name, fill=(170, 170, 255) if static else TEXT, font=f)
 
 
-__all__ = ['compose', 'default_moments', 'render_sheet']
+__all__ = ['Sheet', 'compose', 'default_moments', 'is_periodic', 'render_sheet', 'summary']

@@ -182,15 +182,19 @@ class _Episode:
         t = self._times(POSE_HZ, 0.05)
         s = (t - self.start_ns) / 1e9
         ph = self.rng.uniform(0, 2 * math.pi, 6)
+        # (position, its sway in m, orientation as fixed-axis roll/pitch/yaw, their sway):
+        # a person standing at a table, head bent down at the hands (the head camera
+        # looks at the workspace), grippers held over it pointing forward and down.
         bodies = {
-            'center': ([0.0, 0.0, 1.55], 0.03, [0.05, 0.15, 0.25]),
-            'left': ([0.35, 0.25, 1.05], 0.12, [0.3, 0.4, 0.5]),
-            'right': ([0.35, -0.25, 1.05], 0.12, [0.3, 0.4, 0.5]),
+            'center': ([0.0, 0.0, 1.55], 0.03, [0.0, 0.9, 0.0], [0.05, 0.1, 0.12]),
+            'left': ([0.42, 0.2, 1.0], 0.08, [0.0, 0.5, 0.0], [0.2, 0.2, 0.25]),
+            'right': ([0.42, -0.2, 1.0], 0.08, [0.0, 0.5, 0.0], [0.2, 0.2, 0.25]),
         }
-        for k, (cam, (base, amp, ang)) in enumerate(bodies.items()):
+        for k, (cam, (base, amp, tilt, ang)) in enumerate(bodies.items()):
             pos = np.stack([base[i] + amp * np.sin(2 * math.pi * (0.3 + 0.1 * i) * s + ph[k + i])
                             for i in range(3)], axis=1)
-            euler = np.stack([ang[i] * np.sin(2 * math.pi * (0.2 + 0.07 * i) * s + ph[i + k])
+            euler = np.stack([tilt[i] + ang[i] * np.sin(2 * math.pi * (0.2 + 0.07 * i) * s
+                                                        + ph[i + k])
                               for i in range(3)], axis=1)
             quat = Rotation.from_euler('xyz', euler).as_quat()  # x, y, z, w
             lost_pos, lost_rot = self._lost(POSE_BODY[cam], s)
@@ -427,7 +431,8 @@ def _inertial(mass: float, size: tuple[float, float, float]) -> str:
 
 
 def _link(name: str, box: tuple[float, float, float] | None = None, mass: float = 0.05,
-          rgba: str = '0.6 0.6 0.6 1', cylinder: tuple[float, float] | None = None) -> str:
+          rgba: str = '0.6 0.6 0.6 1', cylinder: tuple[float, float] | None = None,
+          at: str = '0 0 0') -> str:
     if box is not None:
         geom, extent = f'<box size="{box[0]} {box[1]} {box[2]}"/>', box
     elif cylinder is not None:
@@ -437,9 +442,9 @@ def _link(name: str, box: tuple[float, float, float] | None = None, mass: float 
     else:
         return f'  <link name="{name}"/>\n'
     return (f'  <link name="{name}">\n' + _inertial(mass, extent)
-            + f'    <visual><origin xyz="0 0 0" rpy="0 0 0"/><geometry>{geom}</geometry>'
+            + f'    <visual><origin xyz="{at}" rpy="0 0 0"/><geometry>{geom}</geometry>'
             f'<material name="{name}_material"><color rgba="{rgba}"/></material></visual>\n'
-            f'    <collision><origin xyz="0 0 0" rpy="0 0 0"/><geometry>{geom}</geometry>'
+            f'    <collision><origin xyz="{at}" rpy="0 0 0"/><geometry>{geom}</geometry>'
             '</collision>\n  </link>\n')
 
 
@@ -450,6 +455,21 @@ def _joint(name: str, kind: str, parent: str, child: str, xyz: str = '0 0 0',
 
 
 _OPTICAL_RPY = f'{-math.pi / 2:.6f} 0 {-math.pi / 2:.6f}'  # x fwd/z up -> z fwd/y down
+
+
+def _optical_rpy(pitch_down: float) -> str:
+    """URDF rpy of an optical frame (z forward, y down) on a link, tilted `pitch_down` rad."""
+    r = Rotation.from_euler('y', pitch_down) * Rotation.from_euler('xyz', [-math.pi / 2, 0,
+                                                                          -math.pi / 2])
+    return ' '.join(f'{v:.6f}' for v in r.as_euler('xyz'))
+
+
+# The gripper as the rig builds it: the camera on top of the base link, behind the finger
+# pivots and tilted down, so the fingers and the ArUco tags between their tips (the frame
+# the camera detects them in) are in its view, about 0.1 m ahead and a little below.
+GRIPPER_CAMERA_XYZ, GRIPPER_CAMERA_PITCH = '-0.03 0 0.055', 0.35
+FINGER_PIVOT_X, FINGER_PIVOT_Y, FINGER_LENGTH = 0.06, 0.025, 0.09
+ARUCO_XYZ = '0.11 0 0'
 
 
 def robot_description_urdf() -> str:
@@ -479,10 +499,11 @@ def robot_description_urdf() -> str:
             _joint(f'{aim}_to_{base}', 'fixed', aim, base, xyz='0.02 0 -0.09', rpy='0 0.3 0'),
             _link(f'{side}_color_optical_frame'),
             _joint(f'{side}_color_optical_frame_joint', 'fixed', base,
-                   f'{side}_color_optical_frame', xyz='0.065 0 0.03', rpy=_OPTICAL_RPY),
+                   f'{side}_color_optical_frame', xyz=GRIPPER_CAMERA_XYZ,
+                   rpy=_optical_rpy(GRIPPER_CAMERA_PITCH)),
             _link(f'{side}_aruco_detect'),
             _joint(f'{side}_aruco_detect_joint', 'fixed', base, f'{side}_aruco_detect',
-                   xyz='0 0 0.03', rpy='0 0 0'),
+                   xyz=ARUCO_XYZ, rpy='0 0 0'),
         ]
         for finger, fsign in (('left', 1), ('right', -1)):
             name = f'{side}_{finger}_finger'
@@ -491,8 +512,11 @@ def robot_description_urdf() -> str:
                      limit.replace('lower="0" upper="1.2"', 'lower="-1.2" upper="0"')))
             if fsign < 0:
                 extra += f'    <mimic joint="{side}_left_finger" multiplier="-1" offset="0"/>\n'
-            parts += [_link(name, box=(0.09, 0.012, 0.02), mass=0.03, rgba='0.7 0.7 0.75 1'),
+            # a finger reaches forward from its pivot
+            parts += [_link(name, box=(FINGER_LENGTH, 0.012, 0.02), mass=0.03,
+                            rgba='0.7 0.7 0.75 1', at=f'{FINGER_LENGTH / 2} 0 0'),
                       _joint(name, 'revolute', base, name,
-                             xyz=f'0.06 {0.025 * fsign * sign:.3f} 0', extra=extra)]
+                             xyz=f'{FINGER_PIVOT_X} {FINGER_PIVOT_Y * fsign * sign:.3f} 0',
+                             extra=extra)]
     parts.append('</robot>\n')
     return ''.join(parts)
