@@ -17,9 +17,10 @@ setup(
         ('share/' + package_name + '/config', glob('react_ros/kinds/*/*.rviz')
          + glob('react_ros/kinds/*/*.foxglove.json')),
     ],
-    package_data={'react_ros': ['kinds/*/config.yaml', 'kinds/*/*.rviz',
-                                'kinds/*/*.foxglove.json', 'ros/*.xml',
-                                'info.schema.json']},
+    package_data={'react_ros': ['kinds/*/*.yaml', 'kinds/*/*.rviz', 'kinds/*/*.urdf',
+                                'kinds/*/*.foxglove.json', 'kinds/*/PITFALLS.md', 'ros/*.xml',
+                                'kit/template/*.yaml', 'kit/template/*.rviz',
+                                'kit/template/*.md', 'info.schema.json']},
     install_requires=['setuptools'],
     # requirements/ray.txt, requirements/foxglove.txt: the same pins for the .venv set-up
     extras_require={'ray': ['ray>=2.9'], 'foxglove': ['foxglove-sdk>=0.30,<0.31']},

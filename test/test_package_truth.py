@@ -36,6 +36,8 @@ BUILT_HERE = {'tf2_msgs', 'rosbag2_interfaces', 'foxglove_msgs'}  # interfaces/,
 def _runtime_imports() -> set[str]:
     mods: set[str] = set()
     for path in (ROOT / 'react_ros').rglob('*.py'):
+        if 'kit' in path.relative_to(ROOT / 'react_ros').parts[:1]:
+            continue  # the kind kit is test tooling: pytest and rosbags (requirements/test.txt)
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 mods |= {a.name.split('.')[0] for a in node.names}

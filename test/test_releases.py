@@ -96,6 +96,7 @@ IDENTITY: dict[str, Callable[[Episode, EpisodeRef, int], bool]] = {
     'truetrace': lambda ep, ref, k: _annotation(ep)['episode_index'] == k,
     'objects': lambda ep, ref, k: len(_first(ep, '/objects/status').status) == 4 + k,
     'robotwin': lambda ep, ref, k: _robotwin_is(ep, ref),
+    'lerobot': lambda ep, ref, k: _annotation(ep)['episode_index'] == k,
 }
 
 # The ids of a sample release of EPISODES, in the order written (episode k: seed + k).
@@ -106,6 +107,7 @@ WRITTEN = {
     'objects': ['S01_carry_box_001', 'S01_carry_box_002', 'S01_carry_box_003'],
     'robotwin': ['agilex/beat_block_hammer/episode0', 'agilex/place_shoe/episode0',
                  'agilex/beat_block_hammer/episode1'],
+    'lerobot': ['episode_000000', 'episode_000001', 'episode_000002'],
 }
 
 
