@@ -20,6 +20,7 @@ counted, one warning per hand).
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,13 +50,16 @@ from react_ros.kinds.truetrace.files import (
     ImuSamples,
     chunks,
     decode_jpeg_frames,
+    has_bom,
     jpeg_frame_sizes,
+    not_a_file,
     parse_refined,
     read_calibration,
     read_h5_export,
     read_hands_jsonl,
     read_imu_csv,
     read_segments_jsonl,
+    read_text,
     read_verdicts,
     verify_manifest,
 )
@@ -131,14 +135,27 @@ class TrueTraceAdapter:
 
     @classmethod
     def probe(cls, path: Path) -> bool:
+        """Whether `path` is ours. A folder laid out as ours whose calibration.json (or
+        hands_3d.jsonl, cam0.mp4) is there but no file (a symlink loop, a dangling link, a
+        folder) is refused naming it: answering False would call it no dataset at all."""
         try:
             path = Path(path)
             if path.is_file():
                 return path.suffix.lower() in H5_SUFFIXES and _is_export(path)
             if (path / 'episodes').is_dir():
-                return any((p / 'calibration.json').is_file() for p in _episode_dirs(path))
-            return (path / 'calibration.json').is_file() and (
-                (path / 'hands_3d.jsonl').is_file() or (path / 'cam0.mp4').is_file())
+                calibs = [p / 'calibration.json' for p in _episode_dirs(path)]
+                if any(c.is_file() for c in calibs):
+                    return True
+                _refuse_not_a_file(calibs)
+                return False
+            need = [path / 'calibration.json']
+            either = [path / 'hands_3d.jsonl', path / 'cam0.mp4']
+            if not (os.path.lexists(need[0]) and any(os.path.lexists(p) for p in either)):
+                return False
+            if need[0].is_file() and any(p.is_file() for p in either):
+                return True
+            _refuse_not_a_file(need + either)
+            return False
         except (OSError, ValueError):
             return False
 
@@ -150,6 +167,7 @@ class TrueTraceAdapter:
         self.frames: dict[str, str] = self.config['frames']
         self.warnings: list[str] = []
         self.report: list[str] = []
+        self.texts: list[Path] = []  # the text files read, for the byte-order mark's warning
 
     # -- validation, all before any stream exists ----------------------------------------
     def open(self) -> Episode:
@@ -191,6 +209,7 @@ class TrueTraceAdapter:
         self.segment_items = sorted(self._segments(src) + self._label_flags(src),
                                     key=lambda x: x[0])
         self._reports(src)
+        self._note_boms()
         times = [int(self.t_ns[0]), int(self.t_ns[-1]), int(self.imu_ns[0]), int(self.imu_ns[-1])]
         times += [t for t, _ in self.segment_items]
         self.start_ns, self.end_ns = min(times), max(times)
@@ -201,11 +220,24 @@ class TrueTraceAdapter:
     def _package_root(self) -> Path | None:
         return package_root(self.path)
 
+    def _note_boms(self) -> None:
+        """One warning naming the files that began with a byte-order mark (read without it):
+        the format document's files show none, so another tool has saved these since."""
+        root = self._package_root()
+        names = [p.relative_to(root).as_posix() if root and p.is_relative_to(root) else p.name
+                 for p in dict.fromkeys(self.texts) if has_bom(p)]
+        if names:
+            verb = 'start' if len(names) > 1 else 'starts'
+            self.warnings.append(f'{", ".join(names)}: {verb} with a UTF-8 byte-order mark '
+                                 '(not in the format document; a spreadsheet\'s "CSV UTF-8" '
+                                 'writes one): read without it, as CSV readers do')
+
     def _verify(self) -> None:
         root = self._package_root()
         if root is None or not (root / 'MANIFEST.sha256').is_file():
             raise DatasetFormatError(self.path, '--verify: no MANIFEST.sha256 in this folder '
                                      'or the package around it to verify against')
+        self.texts.append(root / 'MANIFEST.sha256')
         self.warnings += verify_manifest(root)
         self.report.append(f'verified: every file MANIFEST.sha256 lists matches '
                            f'({root / "MANIFEST.sha256"})')
@@ -216,7 +248,9 @@ class TrueTraceAdapter:
                 raise DatasetFormatError(self.path, f'--episode {self.options.episode}: this is '
                                          'one episode folder, not a package root')
             return self.path
-        eps = [p for p in _episode_dirs(self.path) if (p / 'calibration.json').is_file()]
+        # An episode whose calibration.json is there but unreadable is one: picked, it is
+        # refused naming the file; skipped, another would be opened in its place.
+        eps = [p for p in _episode_dirs(self.path) if os.path.lexists(p / 'calibration.json')]
         names = [p.name for p in eps]
         want = self.options.episode
         if want is None:
@@ -242,12 +276,13 @@ class TrueTraceAdapter:
                            '/time/t_s', None, x.jpeg_frames, x.per_frame_action)
         folder = self._episode_folder()
         self.episode_name = folder.name
+        self.texts += [folder / n for n in ('calibration.json', 'hands_3d.jsonl', 'imu.csv')]
         calib = read_calibration(folder / 'calibration.json')
         if calib.refined is None:
             qc = self._package_root()
             path = qc / 'qc' / 'refined_extrinsics.json' if qc else None
             if path is not None and path.is_file():
-                from react_ros.formats.text_files import read_text
+                self.texts.append(path)
                 try:
                     doc = json.loads(read_text(path))
                 except json.JSONDecodeError as exc:
@@ -263,6 +298,7 @@ class TrueTraceAdapter:
         if root is not None and EPISODE_RE.match(folder.name):
             seg_path = root / 'annotations' / f'{folder.name}_segments.jsonl'
             if seg_path.is_file():
+                self.texts.append(seg_path)
                 segments = read_segments_jsonl(seg_path)
             else:
                 seg_path = None
@@ -479,6 +515,7 @@ class TrueTraceAdapter:
             self.report.append('source frames: not in the HDF5 export (stamps use the clip)')
         root = self._package_root() if not self.path.is_file() else None
         if root is not None and (root / 'qc' / 'metrics.json').is_file():
+            self.texts.append(root / 'qc' / 'metrics.json')
             for v in read_verdicts(root / 'qc' / 'metrics.json'):
                 self.report.append(f'qc: {v}')
         # Self-check from the data: up to MAX_CHECK_FRAMES frames with a kept hand.
@@ -712,6 +749,13 @@ class TrueTraceAdapter:
                       approx_bytes=400)
 
 
+def _refuse_not_a_file(paths: list[Path]) -> None:
+    for p in paths:
+        why = not_a_file(p)
+        if why is not None:
+            raise DatasetFormatError(p, why)
+
+
 def _is_export(path: Path) -> bool:
     import h5py
     try:
@@ -793,7 +837,11 @@ def find_episodes(root: Path) -> list[EpisodeRef] | None:
     """
     root = Path(root)
     try:
-        if not (root.is_dir() and TrueTraceAdapter.probe(root)):
+        try:
+            ours = root.is_dir() and TrueTraceAdapter.probe(root)
+        except DatasetFormatError:
+            ours = True  # ours with an unreadable file: converting the episode names it
+        if not ours:
             return None
         if (root / 'episodes').is_dir():
             return [_ref(folder, folder.name, root) for folder in _episode_dirs(root)]
@@ -823,7 +871,7 @@ def _manifest_files(package: Path) -> tuple[Path, ...]:
     itself, and --verify refuses it by name.
     """
     try:
-        text = (package / 'MANIFEST.sha256').read_text(encoding='utf-8')
+        text = (package / 'MANIFEST.sha256').read_text(encoding='utf-8-sig')
     except (OSError, UnicodeDecodeError):
         return ()
     found = []

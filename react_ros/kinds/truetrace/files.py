@@ -14,7 +14,9 @@ import csv
 import hashlib
 import json
 import math
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -22,7 +24,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from react_ros.errors import DatasetFormatError
-from react_ros.formats.text_files import read_text
+from react_ros.formats import text_files
 
 CAMERAS = ('cam0', 'cam1')
 HANDS = ('left', 'right')  # index 0, 1 of the HDF5 export's hand axis
@@ -34,6 +36,68 @@ H5_SUFFIXES = ('.h5', '.hdf5')
 H5_REQUIRED = ('time/t_s', 'hands/keypoints_3d_m', 'hands/keypoints_2d_px',
                'hands/reprojection_px', 'hands/present', 'imu/t_s', 'imu/frame_index',
                'imu/accel', 'imu/gyro', 'calibration')
+
+
+# -- text files ---------------------------------------------------------------------------
+# The byte-order mark a spreadsheet's "CSV UTF-8" (and some JSON writers) put first: CSV
+# readers drop it (Python's utf-8-sig), and so does every reader here, before any column
+# name or JSON value is looked at.
+BOM = '\ufeff'
+MAX_LINKS = 40  # as the kernel's ELOOP
+
+
+def link_problem(path: Path) -> str | None:
+    """Why the symlink `path` leads to no file: a loop (the chain shown) or a missing
+    target; None when `path` is no symlink or leads to something."""
+    try:
+        if not path.is_symlink():
+            return None
+        chain, seen, here = [path.name], set(), path
+        while here.is_symlink():
+            seen.add(Path(os.path.abspath(here)))
+            to = os.readlink(here)
+            chain.append(to)
+            here = Path(os.path.abspath(here.parent / to))
+            if here in seen or len(chain) > MAX_LINKS:
+                return f'is a symlink loop ({" -> ".join(chain)}): there is no file to read'
+        if not os.path.lexists(here):
+            return f'is a symlink to {os.readlink(path)}, which is missing'
+    except OSError:
+        return None  # read_text says what it is
+    return None
+
+
+def not_a_file(path: Path) -> str | None:
+    """Why a name that is there is no readable file (a symlink loop or dangling, a
+    folder, no permission); None when it is a file or nothing is there."""
+    why = link_problem(path)
+    if why is not None:
+        return why
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f'cannot be read ({exc.strerror})'
+    if stat.S_ISDIR(mode):
+        return 'is a folder, not a file'
+    return None if stat.S_ISREG(mode) else 'is not a regular file'
+
+
+def read_text(path: Path) -> str:
+    """The file's text without a byte-order mark; a symlink that leads nowhere named."""
+    why = link_problem(path)
+    if why is not None:
+        raise DatasetFormatError(path, why)
+    return text_files.read_text(path).removeprefix(BOM)
+
+
+def has_bom(path: Path) -> bool:
+    try:
+        with path.open('rb') as f:
+            return f.read(3) == BOM.encode()
+    except OSError:
+        return False
 
 
 # -- calibration.json ---------------------------------------------------------------------
@@ -81,6 +145,7 @@ def _vector(v: Any, n: int, what: str, path: Path, where: str) -> np.ndarray:
 
 
 def parse_calibration(text: str, path: Path, where: str = '') -> Calibration:
+    text = text.removeprefix(BOM)  # the export's attribute holds the file as it was
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -315,6 +380,15 @@ def _points(v: Any, dims: int, what: str, path: Path, line: int) -> np.ndarray:
     if a.shape != ((JOINTS, dims) if dims else (JOINTS,)):
         raise DatasetFormatError(path, f'line {line}: {what} must be {shape} numbers, '
                                  f'not of shape {"x".join(map(str, a.shape))}')
+    # numpy has taken "0.12" and true for numbers: only JSON numbers are (React's parquet
+    # refuses such strings too). type(), not isinstance: a bool is an int.
+    cells = (((j, k), x) for j, p in enumerate(v) for k, x in enumerate(p)) if dims \
+        else (((j,), x) for j, x in enumerate(v))
+    for at, x in cells:
+        if type(x) not in (int, float):
+            index = ''.join(f'[{i}]' for i in at)
+            raise DatasetFormatError(path, f'line {line}: {what}{index} must be a number, '
+                                     f'not {x!r}')
     return a
 
 
@@ -365,7 +439,10 @@ def read_hands_jsonl(path: Path) -> HandFrames:
                                          "'Left' nor 'Right'")
             side = 0 if h['hand'] == 'Left' else 1
             c = h.get('confidence', 0.0)
-            c = float(c) if isinstance(c, (int, float)) and not isinstance(c, bool) else 0.0
+            if type(c) not in (int, float):
+                raise DatasetFormatError(path, f'line {line}: confidence must be a number, '
+                                         f'not {c!r}')
+            c = float(c)
             k3 = _points(h.get('keypoints_3d_cam0_m'), 3, 'keypoints_3d_cam0_m', path, line)
             k2 = _points(h.get('keypoints_2d_cam0_px'), 2, 'keypoints_2d_cam0_px', path, line)
             rp = _points(h.get('reprojection_error_px'), 0, 'reprojection_error_px', path, line)
@@ -471,7 +548,8 @@ def verify_manifest(root: Path) -> list[str]:
         target = root / rel_path
         listed.add(rel_path.as_posix())
         if not target.is_file():
-            raise DatasetFormatError(target, 'listed in MANIFEST.sha256 but missing')
+            why = not_a_file(target)
+            raise DatasetFormatError(target, f'listed in MANIFEST.sha256 but {why or "missing"}')
         h = hashlib.sha256()
         with target.open('rb') as f:
             for block in iter(lambda: f.read(1 << 20), b''):
@@ -550,6 +628,15 @@ def _read_h5(f: Any, path: Path) -> H5Export:
     for name in H5_REQUIRED:
         if name not in f:
             raise DatasetFormatError(path, f'dataset /{name} is missing')
+    for name in H5_REQUIRED:
+        # numpy would turn b'0.12' into 0.12 where the arrays are read: numbers only.
+        if name == 'calibration':
+            continue
+        dtype = getattr(f[name], 'dtype', None)
+        if dtype is None:
+            raise DatasetFormatError(path, f'/{name} is a group, not a dataset')
+        if dtype.kind not in ('biu' if name == 'hands/present' else 'fiu'):
+            raise DatasetFormatError(path, f'/{name} holds {dtype} values, not numbers')
     if 'json' not in f['calibration'].attrs:
         raise DatasetFormatError(path, "/calibration has no attribute 'json'")
     calib = parse_calibration(_attr_text(f['calibration'].attrs['json']), path,
@@ -605,7 +692,7 @@ def _read_h5(f: Any, path: Path) -> H5Export:
     segments: list[dict[str, Any]] = []
     if 'annotations/segments' in f:
         try:
-            segments = json.loads(_attr_text(f['annotations/segments'][()]))
+            segments = json.loads(_attr_text(f['annotations/segments'][()]).removeprefix(BOM))
         except json.JSONDecodeError as exc:
             raise DatasetFormatError(path, f'/annotations/segments is not JSON ({exc.msg})'
                                      ) from None
@@ -664,6 +751,7 @@ def chunks(n: int, size: int = 256) -> Iterator[tuple[int, int]]:
 
 
 __all__ = [
+    'BOM',
     'CAMERAS',
     'EPISODE_RE',
     'H5_SUFFIXES',
@@ -679,7 +767,10 @@ __all__ = [
     'check_segments',
     'chunks',
     'decode_jpeg_frames',
+    'has_bom',
     'jpeg_frame_sizes',
+    'link_problem',
+    'not_a_file',
     'parse_calibration',
     'parse_refined',
     'read_calibration',
@@ -687,6 +778,7 @@ __all__ = [
     'read_hands_jsonl',
     'read_imu_csv',
     'read_segments_jsonl',
+    'read_text',
     'read_verdicts',
     'verify_manifest',
 ]

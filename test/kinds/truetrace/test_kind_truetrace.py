@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import av
 import h5py
@@ -18,7 +19,8 @@ import numpy as np
 import pytest
 from bad_input_support import Accepted, Refused
 from kind_contract import KindContract
-from truetrace_support import EP, EXPORT, edit_json, edit_lines, truetrace_package
+from truetrace_support import (EP, EXPORT, edit_json, edit_lines, refresh_manifest,
+                                truetrace_package)
 
 from react_ros.kinds.truetrace.files import IMU_COLUMNS
 from react_ros.formats.video import decode_rgb
@@ -145,6 +147,14 @@ def _half_size(i: int, jpeg: bytes) -> bytes:
     return buf.getvalue()
 
 
+def _symlink(rel: str, to: str):
+    """`rel` replaced by a symlink to `to` (relative to its folder; itself: a loop)."""
+    def breaker(root: Path) -> None:
+        (root / rel).unlink()
+        (root / rel).symlink_to(to)
+    return breaker
+
+
 def _shift_times_from(frame: int, seconds: float):
     def edit(i: int, line: str) -> str:
         if i < frame:
@@ -204,6 +214,19 @@ REFUSED = [
             _hands_line(5, lambda d: d['hands'][0].update(
                 keypoints_3d_cam0_m=d['hands'][0]['keypoints_3d_cam0_m'][:20])),
             HANDS, ('line 6', 'keypoints_3d_cam0_m holds 20 keypoints', '21 x 3')),
+    # JSON strings of digits are no numbers (React's parquet refuses them too): numpy would
+    # convert "0.12" silently.
+    Refused('hands_keypoint_a_numeric_string',
+            _hands_line(5, lambda d: d['hands'][0]['keypoints_3d_cam0_m'][3].__setitem__(
+                0, '0.12')),
+            HANDS, ('line 6', "keypoints_3d_cam0_m[3][0] must be a number, not '0.12'")),
+    Refused('hands_reprojection_error_a_numeric_string',
+            _hands_line(5, lambda d: d['hands'][0]['reprojection_error_px'].__setitem__(
+                20, '1.5')),
+            HANDS, ('line 6', "reprojection_error_px[20] must be a number, not '1.5'")),
+    Refused('hands_confidence_a_numeric_string',
+            _hands_line(5, lambda d: d['hands'][0].__setitem__('confidence', '0.9')),
+            HANDS, ('line 6', "confidence must be a number, not '0.9'")),
     Refused('hands_unknown_label', _hands_line(3, lambda d: d['hands'][0].update(hand='L')),
             HANDS, ('line 4', "'L'")),
     Refused('hands_line_missing', lambda r: edit_lines(r / HANDS, lambda i, s:
@@ -224,6 +247,23 @@ REFUSED = [
             lambda r: edit_lines(r / SEGMENTS, lambda i, s: s.replace('"end_frame": 59',
                                                                       '"end_frame": 60')),
             SEGMENTS, ('segment 1', 'frames 30..60', 'outside')),
+    # A calibration.json that cannot be followed is named, never "not an episode" (the
+    # package and the episode folder are detected by it).
+    Refused('calibration_json_a_symlink_to_itself', _symlink(CAL, 'calibration.json'), CAL,
+            ('symlink loop', 'calibration.json -> calibration.json')),
+    Refused('calibration_json_a_symlink_to_itself_in_the_episode_folder',
+            _symlink(CAL, 'calibration.json'), CAL,
+            ('symlink loop', 'calibration.json -> calibration.json'), target=EP),
+    Refused('calibration_json_a_symlink_loop_of_two',
+            lambda r: (_symlink(CAL, 'calib2.json')(r),
+                       (r / EP / 'calib2.json').symlink_to('calibration.json')),
+            CAL, ('symlink loop', 'calibration.json -> calib2.json -> calibration.json')),
+    Refused('hands_jsonl_a_symlink_to_itself', _symlink(HANDS, 'hands_3d.jsonl'), HANDS,
+            ('symlink loop', 'hands_3d.jsonl -> hands_3d.jsonl')),
+    Refused('calibration_json_a_dangling_symlink', _symlink(CAL, 'gone.json'), CAL,
+            ('symlink to gone.json', 'missing')),
+    Refused('calibration_json_a_folder',
+            lambda r: ((r / CAL).unlink(), (r / CAL).mkdir()), CAL, ('a folder',), target=EP),
     Refused('unknown_episode', None, 'episodes', ("no episode 'episode_000007'",),
             args=('--episode', '7')),
     Refused('export_truncated', _truncate(EXPORT, 0.6), EXPORT, ('not a readable HDF5',),
@@ -233,6 +273,11 @@ REFUSED = [
     Refused('export_keypoints_wrong_shape',
             _h5(_replace_dataset('hands/keypoints_3d_m', np.zeros((60, 2, 20, 3), 'f4'))),
             EXPORT, ('/hands/keypoints_3d_m has shape (60, 2, 20, 3)',), target=EXPORT),
+    # The export's keypoints as strings of digits: numpy would convert them silently.
+    Refused('export_keypoints_as_numeric_strings',
+            _h5(lambda f: _replace_dataset('hands/keypoints_3d_m', np.char.mod(
+                '%.4f', f['hands/keypoints_3d_m'][()]).astype('S'))(f)),
+            EXPORT, ('/hands/keypoints_3d_m', 'not numbers'), target=EXPORT),
     Refused('export_calibration_without_camera',
             _h5(lambda f: f['calibration'].attrs.__setitem__('json', json.dumps(
                 {**json.loads(f['calibration'].attrs['json']), 'cameras': {}}))),
@@ -324,7 +369,59 @@ def _accel_and_gyro_swapped(i: int, line: str) -> str:
     return ','.join(v[:2] + v[5:8] + v[2:5])
 
 
+BOM = b'\xef\xbb\xbf'
+# Every text file the kind reads as CSV or JSON (the export's are HDF5 attributes).
+TEXT_FILES = (IMU, CAL, HANDS, SEGMENTS, 'qc/refined_extrinsics.json', 'qc/metrics.json')
+
+
+def _with_bom(*rels: str, manifest: bool = False):
+    """Each file as a spreadsheet's "CSV UTF-8" saves it: a byte-order mark first; the
+    manifest rewritten to match and given one too."""
+    def breaker(root: Path) -> None:
+        for rel in rels:
+            (root / rel).write_bytes(BOM + (root / rel).read_bytes())
+        if manifest:
+            refresh_manifest(root)
+            (root / 'MANIFEST.sha256').write_bytes(BOM + (root / 'MANIFEST.sha256').read_bytes())
+    return breaker
+
+
+def _read_as_without_bom(bag: Path) -> None:
+    """The BOM changed nothing: every topic has the sample's count, the first IMU sample is
+    the file's first row, and the CameraInfo's K is the calibration's."""
+    import csv
+
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
+    (mcap,) = sorted(bag.glob('*.mcap'))
+    (root,) = (bag.parent / 'input').glob('*')  # bad_input_support's copy
+    rows = list(csv.DictReader((root / IMU).read_text(encoding='utf-8-sig').splitlines()))
+    calib = json.loads((root / CAL).read_text(encoding='utf-8-sig'))
+    counts: dict[str, int] = {}
+    first: dict[str, Any] = {}
+    with open(mcap, 'rb') as f:
+        reader = make_reader(f, decoder_factories=[DecoderFactory()])
+        for _, ch, _, msg in reader.iter_decoded_messages():
+            counts[ch.topic] = counts.get(ch.topic, 0) + 1
+            first.setdefault(ch.topic, msg)
+    assert {t: counts.get(t) for t in TestTrueTraceKind.counts} == TestTrueTraceKind.counts
+    a = first['/imu/data'].linear_acceleration
+    assert [a.x, a.y, a.z] == [float(rows[0][f'accel_{x}']) for x in 'xyz']
+    np.testing.assert_allclose(first['/cam0/camera_info'].k, calib['cameras']['cam0']['K'])
+
+
 ACCEPTED = [
+    # A byte-order mark is read as CSV readers do (utf-8-sig), never as part of 't_s'.
+    Accepted('imu_csv_starts_with_a_bom', _with_bom(IMU),
+             ('imu.csv', 'byte-order mark', 'read without it'), check=_read_as_without_bom),
+    # calibration.json without refined values: qc/refined_extrinsics.json is read too.
+    Accepted('every_text_file_starts_with_a_bom',
+             lambda r: (_calib(lambda d: d.pop('refined_stereo_extrinsics'))(r),
+                        _with_bom(*TEXT_FILES, manifest=True)(r)),
+             ('byte-order mark', 'imu.csv', 'calibration.json', 'hands_3d.jsonl',
+              'episode_000000_segments.jsonl', 'refined_extrinsics.json', 'metrics.json',
+              'MANIFEST.sha256'),
+             args=('--verify',), check=_read_as_without_bom),
     Accepted('calibration_quaternion_wxyz',
              lambda r: (_calib(_quaternion_wxyz_without_refined)(r),
                         (r / 'qc' / 'refined_extrinsics.json').unlink(missing_ok=True)),

@@ -124,6 +124,24 @@ def test_the_package_root_is_its_only_episode(package: Path) -> None:
     assert a.start_ns == b.start_ns == BASE_NS
 
 
+def test_the_exports_json_attributes_are_read_without_a_byte_order_mark(
+        package: Path, tmp_path: Path) -> None:
+    """The export's /calibration json and /annotations/segments saved with a UTF-8 BOM read
+    as without it (the folder's files: ACCEPTED '*_bom' of test_kind_truetrace.py)."""
+    root = tmp_path / 'package'
+    shutil.copytree(package, root)
+    with h5py.File(root / EXPORT, 'r+') as f:
+        f['calibration'].attrs['json'] = '\ufeff' + f['calibration'].attrs['json']
+        segments = f['annotations/segments'][()].decode()
+        del f['annotations/segments']
+        f['annotations/segments'] = '\ufeff' + segments
+    want, got = (open_episode(p / EXPORT, 'truetrace') for p in (package, root))
+    assert [(s.topic, s.count) for s in got.streams] == [(s.topic, s.count) for s in want.streams]
+    for topic in ('/annotations', '/tf_static', '/cam1/camera_info'):
+        (a,), (b,) = ([s for s in e.streams if s.topic == topic] for e in (want, got))
+        assert list(b.open()) == list(a.open()), topic
+
+
 # -- cameras ---------------------------------------------------------------------------------
 def test_both_cameras_are_stamped_at_cam0_presentation_times(package: Path,
                                                              bags: dict[str, dict]) -> None:
