@@ -34,6 +34,7 @@ from visualization_msgs.msg import ImageMarker, Marker, MarkerArray
 
 from react_ros.adapters.base import DatasetKind, Episode, EpisodeOptions, EpisodeRef
 from react_ros.adapters.poses import FAULTS, PosePolicy, PoseRule
+from react_ros.adapters.still_frames import still_camera_streams
 from react_ros.adapters.video_streams import video_camera_streams
 from react_ros.errors import DatasetFormatError, FrameSyncError
 from react_ros.formats import video
@@ -73,8 +74,6 @@ from react_ros.kinds.truetrace.geometry import (
 )
 from react_ros.kinds.truetrace.rectify import rectification
 from react_ros.options import KindOptions, option
-from react_ros.ros.camera_info import camera_info
-from react_ros.ros.image import rgb_image
 from react_ros.ros.msgs import stamp
 from react_ros.ros.tf import tf_message, transform_stamped
 from react_ros.streams import Stream
@@ -592,21 +591,11 @@ class TrueTraceAdapter:
 
     def _jpeg_streams(self, src: _JpegFrames, meta: dict[str, Any]) -> list[Stream]:
         """Image + CameraInfo from embedded JPEGs: frame i at stamp i, like a video's."""
-        t_ns, frame_id, scale = self.t_ns, self.frames[src.cam], self.options.image_scale
-        size = video.scaled_size(src.width, src.height, scale)
-
-        def images() -> Iterator[tuple[int, Any]]:
-            for n, img in enumerate(decode_jpeg_frames(src.path, src.cam, scale,
-                                                         (src.width, src.height))):
-                yield int(t_ns[n]), rgb_image(img, int(t_ns[n]), frame_id)
-
-        def infos() -> Iterator[tuple[int, Any]]:
-            for t in t_ns:
-                yield int(t), camera_info(meta, int(t), frame_id, size=size)
-        return [Stream(f'/{src.cam}/image_raw', 'sensor_msgs/msg/Image', images,
-                       count=len(t_ns), heavy=True, approx_bytes=size[0] * size[1] * 3 + 200),
-                Stream(f'/{src.cam}/camera_info', 'sensor_msgs/msg/CameraInfo', infos,
-                       count=len(t_ns), approx_bytes=400)]
+        size = (src.width, src.height)
+        return still_camera_streams(
+            f'/{src.cam}', self.frames[src.cam], self.t_ns,
+            lambda: decode_jpeg_frames(src.path, src.cam, size), size, meta,
+            image_scale=self.options.image_scale, what=f'{src.path.name} /frames/{src.cam}')
 
     def _imu(self) -> Stream:
         imu, stamps, frame = self.src.imu, self.imu_ns, self.frames['imu']

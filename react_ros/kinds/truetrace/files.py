@@ -724,9 +724,10 @@ def jpeg_frame_sizes(path: Path, cam: str) -> Iterator[tuple[int, int]]:
                                  f'/frames/{cam}[{i}]')
 
 
-def decode_jpeg_frames(path: Path, cam: str, scale: float = 1.0,
+def decode_jpeg_frames(path: Path, cam: str,
                        expected: tuple[int, int] | None = None) -> Iterator[np.ndarray]:
-    """HxWx3 uint8 RGB frames of the export's /frames/<cam> (one JPEG per frame), lazily.
+    """HxWx3 uint8 RGB frames of the export's /frames/<cam> (one JPEG per frame), lazily,
+    at their own size (adapters/still_frames.py scales them for --image-scale).
 
     Strictly (formats/jpeg.py): a frame that does not decode cleanly, or whose size is
     not `expected` (width, height; the camera's), is refused naming it.
@@ -734,15 +735,11 @@ def decode_jpeg_frames(path: Path, cam: str, scale: float = 1.0,
     import h5py
 
     from react_ros.formats import jpeg
-    from react_ros.formats.video import scaled_size
     with h5py.File(path, 'r') as f:
         ds = f[f'frames/{cam}']
         for i in range(ds.shape[0]):
             data = np.asarray(ds[i], dtype=np.uint8).tobytes()
-            image = jpeg.decode(data, path, f'/frames/{cam}[{i}]', expected=expected)
-            size = scaled_size(image.shape[1], image.shape[0], scale)
-            yield image if size == (image.shape[1], image.shape[0]) else \
-                jpeg.resize_area(image, size)
+            yield jpeg.decode(data, path, f'/frames/{cam}[{i}]', expected=expected)
 
 
 def chunks(n: int, size: int = 256) -> Iterator[tuple[int, int]]:
