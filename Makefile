@@ -11,7 +11,7 @@ demo: setup
 	@$(ENV) react-ros demo
 
 test: setup
-	@$(ENV) python -m pytest -q test
+	@$(ENV) python -m pytest -q --durations=15 test  # the slowest fifteen at the end
 
 bench: setup
 	@for b in bench/bench_*.py; do $(ENV) python $$b || exit 1; done
