@@ -33,8 +33,9 @@ def bag_facts(path: Path | str) -> dict[str, Any]:
         if m.topic in TF_TOPICS and m.schema_name == TF_TYPE:
             for parent, child in _tf_edges(m.data):
                 edges[child] = (parent, m.topic == '/tf_static')
-    topics = [_topic_facts(t, times.get(t.name, []), first.get(t.name)) for t in bag.topics]
-    return {'path': str(bag.path), 'files': [f.name for f in bag.files],
+    topics = [_topic_facts(t, times.get(t.name, []), first.get(t.name),
+                           bag.missing_schema.get(t.name)) for t in bag.topics]
+    return {'path': str(bag.path), 'files': [f.name for f in bag.files], 'notes': bag.notes,
             'version': bag.version, 'size_bytes': bag.size_bytes,
             'start_ns': bag.start_ns, 'end_ns': bag.end_ns,
             'duration_s': bag.duration_ns / 1e9, 'messages': bag.message_count,
@@ -42,13 +43,15 @@ def bag_facts(path: Path | str) -> dict[str, Any]:
             'tf_static': sorted(c for c, (_, s) in edges.items() if s)}
 
 
-def _topic_facts(topic: Topic, stamps: list[int], data: bytes | None) -> dict[str, Any]:
+def _topic_facts(topic: Topic, stamps: list[int], data: bytes | None,
+                 missing_schema: str | None = None) -> dict[str, Any]:
     facts: dict[str, Any] = {'name': topic.name, 'type': topic.type, 'count': topic.count,
+                             'missing_schema': missing_schema,
                              'serialization': topic.serialization_format,
                              'qos': topic.qos_summary(), 'offered': topic.qos,
                              'latched': topic.latched,
                              'rate_hz': median_rate(stamps), 'frame_id': None}
-    if data is not None and topic.serialization_format == 'cdr':
+    if data is not None and topic.serialization_format == 'cdr' and topic.type:
         frame_id, image = message_facts(_deserialize(data, topic.type), topic.type)
         facts['frame_id'] = None if topic.type == TF_TYPE else frame_id
         if image is not None:
@@ -86,7 +89,10 @@ def bag_document(path: Path | str) -> dict[str, Any]:
             'messages': f['messages'], 'streams': streams,
             'tf_tree': [{'parent': p, 'child': c, 'static': c in static}
                         for c, p in sorted(f['tf_edges'].items(), key=lambda e: (e[1], e[0]))],
-            'invalid_poses': {}, 'warnings': [], 'checks': {'verdict': None, 'entries': []},
+            'invalid_poses': {}, 'warnings': list(f['notes']) + [
+                f'topic {t["name"]} has no schema: {t["missing_schema"]}' for t in f['topics']
+                if t['missing_schema']],
+            'checks': {'verdict': None, 'entries': []},
             'bag': {'files': f['files'], 'version': f['version'],
                     'size_bytes': f['size_bytes']}}
 
@@ -107,7 +113,8 @@ def describe_bag(path: Path | str) -> str:
     lines = [f'Files:             {", ".join(f["files"])}',
              f'Bag size:          {_size(f["size_bytes"])}',
              'Storage id:        mcap' + (f' (metadata version {f["version"]})'
-                                          if f['version'] is not None else ' (one file)'),
+                                          if f['version'] is not None else
+                                          ' (no metadata.yaml: read from the MCAP summary)'),
              f'Duration:          {f["duration_s"]:.9f}s',
              f'Start:             {_when(f["start_ns"])}',
              f'End:               {_when(f["end_ns"])}',
@@ -115,7 +122,9 @@ def describe_bag(path: Path | str) -> str:
              f'Topic information: {len(f["topics"])} topics']
     for t in f['topics']:
         rate = f'{t["rate_hz"]:.4g} Hz' if t['rate_hz'] else '-'
-        parts = [f'Topic: {t["name"]}', f'Type: {t["type"]}', f'Count: {t["count"]}',
+        kind = t['type'] if not t['missing_schema'] else \
+            f'none, the channel has no schema ({t["missing_schema"]})'
+        parts = [f'Topic: {t["name"]}', f'Type: {kind}', f'Count: {t["count"]}',
                  f'Rate: {rate}', f'Serialization Format: {t["serialization"]}']
         if t['frame_id'] is not None:
             parts.append(f'frame_id: {t["frame_id"] or "(empty)"}')

@@ -37,16 +37,22 @@ def _played_through(bag: Path, topics: dict[str, str], log: Path) -> Listener:
     return listener
 
 
-@pytest.mark.parametrize('files', [1, 2])
+@pytest.mark.parametrize('files,metadata', [(1, True), (2, True), (2, False)],
+                         ids=['one file', 'two files', 'two files without metadata.yaml'])
 def test_a_foreign_bag_plays_every_message_in_order_with_its_stamps(tmp_path: Path,
-                                                                    files: int) -> None:
+                                                                    files: int,
+                                                                    metadata: bool) -> None:
+    """Without metadata.yaml (issue 39) the MCAP summaries say what it said."""
     bag = foreign_bag(tmp_path / 'bag', files=files)
+    if not metadata:
+        (bag / 'metadata.yaml').unlink()
     want = [(topic, msg) for topic, _, _, msg in foreign_messages(typestore())
             if topic in TOPICS]
     log = tmp_path / 'player.log'
     listener = _played_through(bag, TOPICS, log)
     text = log.read_text()
     assert '/gizmo' in text and 'not installed' in text, text
+    assert ('no metadata.yaml' in text) == (not metadata), text
     for topic in TOPICS:
         sent = [m for t, m in want if t == topic]
         got = listener.msgs[topic]

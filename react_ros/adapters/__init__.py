@@ -8,6 +8,7 @@ player node, the launch file, convert-all and the tests read every kind from her
 from __future__ import annotations
 
 import dataclasses
+import errno
 import importlib
 import os
 import pkgutil
@@ -95,23 +96,54 @@ def kind_options() -> list[tuple[DatasetKind, Option]]:
     return [(k, opt) for k in _KINDS.values() for opt in options_of(k.options)]
 
 
+def missing(path: Path, what: str = 'file or directory') -> str | None:
+    """Why `path` cannot be opened at all (no such file, a symlink loop, a link to
+    nothing), or None when it exists. Path.exists() says False to all three alike."""
+    try:
+        os.stat(path)
+        return None
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            return 'is a symlink loop (following its links comes back to it)'
+        if err.errno == errno.ENOENT and os.path.islink(path):
+            return f'is a symlink to {os.readlink(path)}, which does not exist'
+        if err.errno == errno.ENOENT:
+            return f'no such {what}'
+        return f'cannot be opened ({err.strerror})'
+
+
 def detect_kind(path: Path) -> str:
     """The one kind whose adapter claims `path`; refuses when none or several do."""
     claims = [name for name, k in _KINDS.items() if k.adapter.probe(path)]
     if not claims:
         raise DatasetFormatError(path, 'not an episode of any known dataset '
-                                 f'({", ".join(_KINDS)})')
+                                 f'({", ".join(_KINDS)}){_bag_hint(path)}')
     if len(claims) > 1:
         raise DatasetFormatError(path, f'looks like an episode of {" and ".join(claims)}; '
                                  f'choose one with --kind ({" or ".join(claims)})')
     return claims[0]
 
 
+def _bag_hint(path: Path) -> str:
+    """For a folder holding .mcap files among others but no metadata.yaml: how to play
+    it as a bag (a folder of only .mcap files is read as one: formats/rosbag2.py)."""
+    try:
+        mcaps = sorted(p.name for p in Path(path).glob('*.mcap'))
+    except OSError:
+        return ''
+    if not mcaps or (Path(path) / 'metadata.yaml').exists():
+        return ''
+    return (f'; nor a rosbag2 bag: no metadata.yaml, and files besides {mcaps[0]}'
+            f'{" and more .mcap" if len(mcaps) > 1 else ""} (give the .mcap file itself to '
+            'read it as a bag)')
+
+
 def resolve_kind(path: Path, kind: str | None = None) -> DatasetKind:
     """The kind of the episode at `path`: `kind` if given, else the one that claims it."""
     path = Path(path)
-    if not path.exists():
-        raise DatasetFormatError(path, 'no such file or directory')
+    why = missing(path)
+    if why is not None:
+        raise DatasetFormatError(path, why)
     if kind is None:
         kind = detect_kind(path)
     elif kind not in _KINDS:
@@ -124,8 +156,8 @@ def find_release(root: Path, kind: str | None = None) -> tuple[DatasetKind, list
     """The kind of the release at `root` and its episodes; refuses none, several or empty."""
     root = Path(root)
     if not root.is_dir():
-        raise DatasetFormatError(root, 'no such directory' if not root.exists()
-                                 else 'is not a directory; convert-all takes a release folder')
+        raise DatasetFormatError(root, missing(root, 'directory')
+                                 or 'is not a directory; convert-all takes a release folder')
     kinds = [resolve_kind(root, kind)] if kind is not None else list(_KINDS.values())
     found = []
     for k in kinds:

@@ -7,8 +7,10 @@ the way: each message goes out as the bytes the bag holds, at its log time (as
 
 - A topic offered transient local by its recorder(s) is latched: re-sent after a seek,
   a loop or a start offset (the recorded `offered_qos_profiles` say so).
-- A topic whose type this ROS 2 install lacks, or that is not CDR, is skipped with one
-  warning naming it; the rest plays.
+- A topic whose type this ROS 2 install lacks, that is not CDR, or whose channel has no
+  schema, is skipped with one warning naming it and why; the rest plays.
+- A bag without metadata.yaml (a lone .mcap, or a folder that lost it) is read from the
+  MCAP summary with one warning saying so (formats/rosbag2.py).
 - A recorded /clock is not replayed: the player publishes /clock from the log times.
 """
 from __future__ import annotations
@@ -29,11 +31,12 @@ HEAVY_TYPES = {'sensor_msgs/msg/Image', 'sensor_msgs/msg/CompressedImage',
 
 def open_bag(path: Path | str) -> Episode:
     bag = Rosbag2(path)
-    streams, warnings = [], []
+    streams, warnings = [], list(bag.notes)
     for topic in bag.topics:
-        why = _not_playable(topic)
+        why = _not_playable(topic, bag.missing_schema.get(topic.name))
         if why:
-            warnings.append(f'{bag.path}: topic {topic.name} ({topic.type}) is not played: {why}')
+            typed = f' ({topic.type})' if topic.type else ''
+            warnings.append(f'{bag.path}: topic {topic.name}{typed} is not played: {why}')
             continue
         if topic.count:
             streams.append(_stream(bag, topic))
@@ -41,7 +44,9 @@ def open_bag(path: Path | str) -> Episode:
                    streams=streams, warnings=warnings)
 
 
-def _not_playable(topic: Topic) -> str:
+def _not_playable(topic: Topic, missing_schema: str | None = None) -> str:
+    if missing_schema:
+        return f'its channel has no schema ({missing_schema}), so its type is unknown'
     if topic.name == '/clock':
         return 'the player publishes /clock from the log times'
     if topic.serialization_format != 'cdr':

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import IO, Iterable, Iterator
 
 from mcap.data_stream import ReadDataStream
-from mcap.exceptions import McapError
+from mcap.exceptions import EndOfFile, McapError
 from mcap.reader import McapReader, make_reader
 from mcap.records import Channel, Chunk, ChunkIndex, Message, Schema
 from mcap.stream_reader import breakup_chunk
@@ -30,6 +30,24 @@ except ImportError:  # pragma: no cover
 # damaged chunk bytes as the decompressor's error (zstd's own, lz4's RuntimeError).
 _PARSE_ERRORS = (McapError, struct.error, EOFError, ValueError, KeyError, MemoryError,
                  OSError, IndexError, ZstdError, RuntimeError)
+# What such an error means here, said before its own text (which may be empty:
+# mcap's EndOfFile() and EOFError() carry none, struct.error's is about buffers).
+_MEANING = ((EndOfFile, 'the file ends inside a record, truncated?'),
+            (EOFError, 'the file ends inside a record, truncated?'),
+            (struct.error, 'a record is shorter than its fields, truncated?'),
+            (MemoryError, 'a record declares a length larger than memory'),
+            (KeyError, 'a record names an id the file does not define'),
+            (IndexError, 'a record is shorter than its fields'),
+            (UnicodeDecodeError, 'a name or text field is not UTF-8'))
+
+
+def detail(exc: BaseException) -> str:
+    """What went wrong, never empty: what the error means here, and its own text."""
+    text = ' '.join(str(exc).split())[:240]
+    meaning = next((m for t, m in _MEANING if isinstance(exc, t)), None)
+    if meaning is None:  # mcap's own errors name themselves (InvalidMagic, ...)
+        meaning = type(exc).__name__
+    return f'{meaning}: {text}' if text else meaning
 
 
 @dataclass(frozen=True)
@@ -45,10 +63,13 @@ class RawMessage:
 @dataclass(frozen=True)
 class ChannelInfo:
     topic: str
-    schema_name: str
+    schema_name: str  # '' when the channel has no schema (see `missing_schema`)
     encoding: str
     count: int
     metadata: dict[str, str]
+    # Why the channel has no schema ('' when it has one): MCAP allows schema id 0 (no
+    # schema), and a damaged or hand-made file may name a schema id it never defines.
+    missing_schema: str = ''
 
 
 class McapBag:
@@ -73,14 +94,18 @@ class McapBag:
         except FileNotFoundError:
             raise DatasetFormatError(self.path, 'file is missing') from None
         except _PARSE_ERRORS as exc:
-            raise DatasetFormatError(self.path, f'not a readable MCAP file ({exc})') from None
+            raise DatasetFormatError(self.path, f'not a readable MCAP file ({detail(exc)})'
+                                     ) from None
 
     @staticmethod
     def _info(ch: Channel, schemas: dict[int, Schema], counts: dict[int, int]) -> ChannelInfo:
         schema = schemas.get(ch.schema_id)
+        missing = '' if schema is not None else \
+            'recorded without a schema (schema id 0)' if ch.schema_id == 0 else \
+            f'its schema id {ch.schema_id} is not in the file'
         return ChannelInfo(topic=ch.topic, schema_name=schema.name if schema else '',
                            encoding=ch.message_encoding, count=counts.get(ch.id, 0),
-                           metadata=dict(ch.metadata))
+                           metadata=dict(ch.metadata), missing_schema=missing)
 
     def channels(self) -> list[ChannelInfo]:
         return list(self._channels)
@@ -119,7 +144,7 @@ class McapBag:
         except FileNotFoundError:
             raise DatasetFormatError(self.path, 'file is missing') from None
         except _PARSE_ERRORS as exc:
-            raise DatasetFormatError(self.path, f'MCAP data is corrupt ({exc})') from None
+            raise DatasetFormatError(self.path, f'MCAP data is corrupt ({detail(exc)})') from None
 
     @staticmethod
     def _unindexed(reader: McapReader, wanted: set[str] | None) -> Iterator[RawMessage]:

@@ -2,9 +2,16 @@
 
 A bag is a folder with `metadata.yaml` (`rosbag2_bagfile_information`, versions 4 to 9)
 naming its files in `relative_file_paths`, or one `.mcap` file on its own (what Foxglove
-and other tools write). What the metadata says is checked where it is read, and the
-files' own summaries are the truth for counts and times: a bag whose metadata and
-files disagree is refused, naming the file.
+and other tools write), or a folder of `.mcap` files whose metadata.yaml was lost (copied
+without it, or a recorder killed before writing it). What the metadata says is checked
+where it is read, and the files' own summaries are the truth for counts and times: a bag
+whose metadata and files disagree is refused, naming the file.
+
+Without metadata.yaml, as `ros2 bag info/play` do, everything comes from the MCAP summary:
+topics and types from its channels and schemas, counts from its statistics, and each
+topic's offered QoS from the channel's `offered_qos_profiles` metadata (rosbag2's MCAP
+plugin writes it there too, as does react_ros). `Rosbag2.notes` says, in one line, what
+was missing and what was read instead.
 
 Differences between versions that matter here:
 - 4 added `offered_qos_profiles`; up to 8 it is one YAML *string* (enums as integers),
@@ -69,11 +76,20 @@ class Rosbag2:
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
-        if self.path.is_file():
+        self.notes: list[str] = []  # what was missing and what was read instead
+        if self.path.is_file() or not (self.path / METADATA).exists():
             self.version = None
-            self.files = [self.path]
-            self._bags = [McapBag(self.path)]
+            self.files = [self.path] if self.path.is_file() else mcap_files(self.path)
+            if not self.files:
+                raise DatasetFormatError(self.path / METADATA, 'is missing, and the folder '
+                                         'holds no .mcap file to read the bag from')
+            self._bags = [McapBag(f) for f in self.files]
             self.topics = self._topics_from_files({})
+            names = ', '.join(f.name for f in self.files)
+            where = f'{self.path}: no {METADATA} (a lone MCAP file)' if self.path.is_file() \
+                else f'{self.path}: no {METADATA}'
+            self.notes.append(f'{where}: topics, types, counts and QoS read from the '
+                              f'summary of {names}, as ros2 bag does')
         else:
             meta_path = self.path / METADATA
             info = _metadata(meta_path)
@@ -140,12 +156,20 @@ class Rosbag2:
         return topics
 
     def _topics_from_files(self, declared: dict[str, Topic]) -> list[Topic]:
-        """The topics the files hold, with their counts; the metadata adds QoS."""
+        """The topics the files hold, with their counts; the metadata adds QoS.
+
+        A topic whose channel has no schema keeps type '' (the metadata's type, if any,
+        is not a schema to decode by) and is listed in `missing_schema` with why.
+        """
+        self.missing_schema: dict[str, str] = {}
         counts: dict[str, int] = {}
         types: dict[str, tuple[str, str, str]] = {}
         for bag in self._bags:
             for ch in bag.channels():
                 counts[ch.topic] = counts.get(ch.topic, 0) + ch.count
+                if ch.missing_schema:
+                    self.missing_schema.setdefault(ch.topic, f'{bag.path.name}: '
+                                                   f'{ch.missing_schema}')
                 if ch.topic in types and types[ch.topic][0] != ch.schema_name:
                     raise DatasetFormatError(bag.path, f'topic {ch.topic} is '
                                              f'{ch.schema_name!r} here and '
@@ -155,7 +179,7 @@ class Rosbag2:
         topics = []
         for name, (schema, encoding, qos_text) in types.items():
             known = declared.get(name)
-            if known is not None and known.type != schema:
+            if known is not None and known.type != schema and name not in self.missing_schema:
                 raise DatasetFormatError(self.path / METADATA, f'topic {name} is {known.type!r} '
                                          f'but its MCAP channel says {schema!r}')
             if known is not None and known.count != counts[name]:
@@ -181,12 +205,29 @@ class Rosbag2:
             yield m
 
 
+def mcap_files(folder: Path) -> list[Path]:
+    """The .mcap files directly in `folder`, in rosbag2's split order (<name>_2 before
+    <name>_10); the order only breaks ties, messages merge by log time."""
+    def key(p: Path) -> tuple[str, int, str]:
+        stem, _, n = p.stem.rpartition('_')
+        return (stem, int(n), p.name) if n.isdigit() else (p.stem, -1, p.name)
+    try:
+        found = [p for p in Path(folder).iterdir() if p.suffix == '.mcap' and p.is_file()]
+    except OSError:
+        return []
+    return sorted(found, key=key)
+
+
 def is_rosbag2(path: Path) -> bool:
-    """A folder with a rosbag2 metadata.yaml, or a single .mcap file."""
+    """A folder with a rosbag2 metadata.yaml, a single .mcap file, or a folder of .mcap
+    files without metadata.yaml (nothing else in it but more such data: a dataset folder
+    that holds an .mcap among its own files, UMI's data/, is not taken for a bag)."""
     path = Path(path)
     if path.is_file():
         return path.suffix == '.mcap'
     meta = path / METADATA
+    if not meta.exists():
+        return _only_mcap(path)
     if not meta.is_file():
         return False
     try:
@@ -194,6 +235,15 @@ def is_rosbag2(path: Path) -> bool:
             return b'rosbag2_bagfile_information' in f.read(4096)
     except OSError:
         return False
+
+
+def _only_mcap(folder: Path) -> bool:
+    """`folder` holds .mcap files and nothing but them (hidden files aside)."""
+    try:
+        names = [p.name for p in folder.iterdir() if not p.name.startswith('.')]
+    except OSError:
+        return False
+    return bool(names) and all(n.endswith('.mcap') for n in names)
 
 
 def _metadata(path: Path) -> dict[str, Any]:
@@ -250,4 +300,4 @@ def _has_messages(bag: McapBag) -> bool:
     return any(c.count for c in bag.channels())
 
 
-__all__ = ['METADATA', 'Rosbag2', 'Topic', 'is_rosbag2']
+__all__ = ['METADATA', 'Rosbag2', 'Topic', 'is_rosbag2', 'mcap_files']

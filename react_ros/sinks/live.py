@@ -77,12 +77,13 @@ from react_ros.sinks import timeline as tl
 from react_ros.sinks.keyboard import start_keyboard
 from react_ros.sinks.report import Report, ros_severity
 from react_ros.sinks.readahead import Cancelled, ReadAhead, serialised
-from react_ros.sinks.selection import TopicFilter, fold_topics, player_conflict
-from react_ros.sinks.selection import select_for_play
+from react_ros.sinks.selection import CLOCK, Topic, TopicFilter, fold_topics, player_conflict
+from react_ros.sinks.selection import published_names, select_for_play
 from react_ros.sinks.services import make_services
 from react_ros.streams import Event, Stream, merge
 
 TF_MESSAGE = 'tf2_msgs/msg/TFMessage'
+CLOCK_TYPE = 'rosgraph_msgs/msg/Clock'
 # How late a message may go out before the timeline slips instead of catching up.
 MAX_LAG_S = 0.1
 # How long a player that expects a state publisher waits for it before playing anyway.
@@ -192,13 +193,11 @@ class Player:
                  since: float | None = None) -> None:
         self.episode = episode
         self.options = opts = options or PlayerSettings()
-        _check_options(opts)
-        check_playable(episode, opts)
         self.report = Report(opts.log_level)
         # names resolve as the node publishing them does (its name, in the root namespace)
         name = node.get_name() if node is not None else opts.node_name
-        self.streams = self._select(episode.streams, name)
-        self._remap = resolved_remap(opts.remap, name)
+        # every refusal before any DDS entity of ours exists (check_playable)
+        self.streams, self._topics, self._remap = _plan(episode, opts, name)
         self.timeline = tl.Timeline(
             episode.start_ns, episode.end_ns, rate=opts.rate, start_offset_s=opts.start_offset_s,
             playback_duration_s=opts.playback_duration_s, start_paused=opts.start_paused,
@@ -255,17 +254,11 @@ class Player:
 
     # --- setup -------------------------------------------------------------
 
-    def _select(self, streams: Sequence[Stream], node: str) -> list[Stream]:
-        opts = self.options
-        chosen = select_for_play(self.episode.path, streams, topic_filter(opts),
-                                 robot_state=opts.publish_robot_state, node=node)
-        return chosen
-
     def _out_topic(self, topic: str) -> str:
         return self._remap.get(topic, topic)
 
     def _make_publishers(self) -> None:
-        for topic, t in fold_topics(self.streams, player_conflict(self.episode.path)).items():
+        for topic, t in self._topics.items():
             pub = self._publishers[topic] = self.node.create_publisher(
                 message_class(t.msg_type), self._out_topic(topic), qos.live_writer(t.latched))
             if not t.latched:
@@ -365,8 +358,14 @@ class Player:
                 self._flush()
             if keyboard is not None:
                 keyboard.stop()
-            spinner.join(2.0)
-            executor.shutdown(timeout_sec=1.0)
+            # Teardown order: nothing may use a writer (a service's response, a
+            # publisher) while it is destroyed. The spinner leaves its loop once stopped:
+            # spin_once returns at the wake, and every service callback returns once the
+            # timeline is stopped and its steps finished (Timeline.seek, play_next). Only
+            # then is the executor shut down, and the node (close, or our caller) after it.
+            executor.wake()
+            spinner.join()
+            executor.shutdown()
             self._progress(force=True, final=True)
             self._report_pace()
             self._report_drops()
@@ -375,6 +374,8 @@ class Player:
         return 0
 
     def close(self) -> None:
+        """Destroy this player's own node and context (a node given to it is the giver's
+        to destroy, after run() returned: nothing of the player uses it any more)."""
         if self._own_node:
             self.node.destroy_node()
         if self._own_context:
@@ -384,7 +385,7 @@ class Player:
         while not self.timeline.stopped and self.node.context.ok():
             try:
                 executor.spin_once(timeout_sec=0.1)
-            except Exception:  # a shutdown racing spin_once; nothing to serve any more
+            except Exception:  # a context shut down by someone else; nothing to serve
                 if self.timeline.stopped or not self.node.context.ok():
                     return
                 raise
@@ -747,13 +748,34 @@ def resolved_remap(remap: Mapping[str, str], node: str) -> dict[str, str]:
     return out
 
 
-def check_playable(episode: Episode, opts: PlayerSettings) -> None:
-    """Refuse a start offset at or past the episode's end, a duration that plays nothing,
-    or a --playback-until stamp before the start."""
+def check_playable(episode: Episode, opts: PlayerSettings, node: str | None = None) -> None:
+    """Refuse what would play nothing or could not be published, without any DDS entity:
+    a start offset at or past the episode's end, a duration that plays nothing, a
+    --playback-until stamp before the start, a topic selection that leaves no topic, two
+    types on one topic (a remap onto a name of another type). `node`: the player node's
+    name, which relative names resolve by (default opts.node_name).
+
+    A caller that makes the player's node before opening the episode (to discover
+    meanwhile) calls this as soon as the episode is open; Player checks it again.
+    """
+    _plan(episode, opts, node or opts.node_name)
+
+
+def _plan(episode: Episode, opts: PlayerSettings, node: str
+          ) -> tuple[list[Stream], dict[str, Topic], dict[str, str]]:
+    """What plays: the streams chosen, their topics, and the remap rules resolved."""
+    _check_options(opts)
     problem = tl.nothing_to_play(episode.start_ns, episode.end_ns, opts.start_offset_s,
                                  opts.playback_duration_s, opts.playback_until_ns)
     if problem is not None:
         raise ReactRosError(f'{episode.path}: {problem}')
+    streams = select_for_play(episode.path, episode.streams, topic_filter(opts),
+                              robot_state=opts.publish_robot_state, node=node)
+    topics = fold_topics(streams, player_conflict(episode.path))
+    remap = resolved_remap(opts.remap, node)
+    own = {CLOCK: CLOCK_TYPE} if opts.clock_hz > 0 else {}
+    published_names(topics, remap, own, lambda text: ReactRosError(f'{episode.path}: {text}'))
+    return streams, topics, remap
 
 
 def _check_options(opts: PlayerSettings) -> None:

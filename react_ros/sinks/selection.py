@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from react_ros.errors import ReactRosError, SinkError
 from react_ros.ros.names import PLAYER_NODE, resolve_topics
@@ -229,6 +229,32 @@ def fold_topics(streams: Sequence[Stream],
     return out
 
 
+def published_names(topics: Mapping[str, Topic], remap: Mapping[str, str],
+                    own: Mapping[str, str], refuse: Callable[[str], Exception]
+                    ) -> dict[str, str]:
+    """Each topic's published name under `remap` (FROM -> TO, names resolved).
+
+    A ROS topic carries one type: rmw refuses a second publisher of another type on a
+    name (an RCLError traceback once the player was under way). So a remap that puts two
+    types on one name, the episode's own or one of the sink's `own` topics (name -> type,
+    the player's /clock), is refused here, before anything is published, naming both
+    topics and types. Two topics of one type may share a name, as ROS allows.
+    """
+    rules = {src: f'{src}:={dst}' for src, dst in remap.items()}
+    # published name -> (topic, type, how the refusal names it)
+    on = {name: (name, t, f"{name} ({t}, the player's own)") for name, t in own.items()}
+    out = {}
+    for name, t in topics.items():
+        dst = out[name] = remap.get(name, name)
+        first = on.setdefault(dst, (name, t.msg_type, f'{name} ({t.msg_type})'))
+        if first[1] == t.msg_type:
+            continue
+        given = ' '.join(rules[n] for n in (first[0], name) if n in rules)
+        raise refuse(f'--remap {given}: {first[2]} and {name} ({t.msg_type}) would both be '
+                     f'published on {dst}; a ROS topic carries one type')
+    return out
+
+
 def player_conflict(episode_path: Path) -> Callable[[str, str, str], Exception]:
     """The players' refusal of a topic with two types."""
     def conflict(topic: str, first: str, other: str) -> Exception:
@@ -236,5 +262,5 @@ def player_conflict(episode_path: Path) -> Callable[[str, str, str], Exception]:
     return conflict
 
 
-__all__ = ['CLOCK', 'BagSelection', 'Topic', 'TopicFilter', 'check_regex', 'fold_topics', 'player_conflict',
-           'select_for_play', 'select_streams']
+__all__ = ['CLOCK', 'BagSelection', 'Topic', 'TopicFilter', 'check_regex', 'fold_topics',
+           'player_conflict', 'published_names', 'select_for_play', 'select_streams']
