@@ -156,3 +156,23 @@ def test_the_cli_reference_is_what_the_parser_prints() -> None:
     page = ROOT / 'docs' / 'cli.md'
     assert page.exists() and page.read_text() == module.reference(), \
         'docs/cli.md is out of date: run `make cli-reference`'
+
+
+def test_second_terminal_commands_load_ros_only_when_they_run() -> None:
+    """`topic` and `control` parse without their DDS modules: those load in `run`."""
+    lazy = ('react_ros.ros.second_terminal', 'react_ros.ros.player_services',
+            'react_ros.ros.message_yaml', 'react_ros.ros.topic_rate')
+    code = ('import sys; from react_ros import cli; '
+            "[cli.build_parser(a).parse_args(a) for a in (['topic', 'echo', '/clock'], "
+            "['control', 'seek', '-1'])]; "
+            f'print([m for m in {lazy!r} if m in sys.modules])')
+    proc = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == '[]', proc.stdout
+
+
+def test_second_terminal_commands_are_listed(capsys) -> None:
+    shown = _help([], capsys)
+    assert re.search(r'^    topic +a running player\'s topics', shown, re.M), shown
+    assert re.search(r'^    control +a running player\'s services', shown, re.M), shown

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import NoReturn, Sequence
 
 from react_ros import __version__
-from react_ros.cli import (arguments, convert, episode, examples, info, list_episodes, play,
-                           preview, sample)
+from react_ros.cli import (arguments, control, convert, episode, examples, info, list_episodes,
+                           play, preview, sample, topic)
 from react_ros.cli.play import demo_episode_dir
 from react_ros.cli.sample import write_sample
 from react_ros.errors import ReactRosError, interrupt_behind
@@ -48,6 +48,8 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     convert.add_parsers(sub)
     sample.add_parser(sub)
     preview.add_parser(sub)
+    topic.add_parser(sub)
+    control.add_parser(sub)
     for command, p in sub.choices.items():
         p.formatter_class = argparse.RawDescriptionHelpFormatter  # keeps the epilog's lines
         p.epilog = examples.epilog(command)
@@ -90,7 +92,7 @@ def _help_scope(kinds: frozenset[str]) -> str:
 COMMANDS = {'info': info.run, 'list': list_episodes.run, 'play': play.run_play,
             'convert': convert.run_convert,
             'convert-all': convert.run_convert_all, 'sample': sample.run, 'demo': play.run_demo,
-            'preview': preview.run}
+            'preview': preview.run, 'topic': topic.run, 'control': control.run}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -58,10 +58,33 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         'react-ros preview episode_dir -o sheet.png --at 0 1.5 3',
         'react-ros preview bag_dir -o clip.mp4 --camera /left/image_raw',
     ),
+    'topic': (
+        'react-ros topic list',
+        'react-ros topic echo /clock --once',
+        'react-ros topic echo /tf_static -n 1 --full-length',
+        'react-ros topic hz /left/image_raw --duration 5',
+        'react-ros topic list --node-name my_player --timeout 30',
+    ),
+    'control': (
+        'react-ros control pause',
+        'react-ros control resume',
+        'react-ros control toggle',
+        'react-ros control status',
+        'react-ros control rate 0.5',
+        'react-ros control seek 0',
+        'react-ros control seek +2.5',
+        'react-ros control next',
+        'react-ros control next 10',
+    ),
 }
 
+JOIN = """the player's domain: ROS_DOMAIN_ID and the discovery range as the player's first line
+names them; with ROS_DOMAIN_ID unset, the one player started through scripts/ros_env.sh
+(as `scripts/ros_env.sh --join` finds it). Several such players: ROS_DOMAIN_ID=N picks one."""
+
 # Said after the examples, for commands that play.
-EXTRA = {'play': (KEYBOARD, SERVICES), 'demo': (KEYBOARD, SERVICES)}
+EXTRA = {'play': (KEYBOARD, SERVICES), 'demo': (KEYBOARD, SERVICES), 'topic': (JOIN,),
+         'control': (JOIN,)}
 
 
 def epilog(command: str) -> str:
