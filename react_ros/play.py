@@ -66,10 +66,12 @@ def play_episode(episode: Episode | Callable[[], Episode], args: argparse.Namesp
                  show_rates: bool = False) -> int:
     """Play `episode`, or the one `episode()` opens.
 
-    The player's DDS participant comes up first, so that discovering the
-    subscribers already running (ros/discovery.py: up to one announcement
-    period of theirs) goes on while the episode opens and the state publisher
-    starts, instead of after.
+    Everything that can refuse comes first (the episode opened, the options and the
+    topic selection checked: live.check_playable), before any DDS entity exists: a
+    refusal then tears down no participant (one torn down young crashed Fast DDS once,
+    issue 39). Then the state publisher's process starts, so that it comes up while
+    the player's participant does, then the player's node and publishers; the first
+    line goes out, and the player waits for the state publisher (ros/discovery.py).
     """
     report = Report(args.log_level)
     if getattr(args, 'foxglove', None) is not None:  # no DDS at all: sinks/foxglove.py says why
@@ -81,32 +83,32 @@ def play_episode(episode: Episode | Callable[[], Episode], args: argparse.Namesp
     table = RateTable() if show_rates else None
     options = play_options(args, table)
     state_publisher_env = dict(os.environ)  # it keeps its own DDS and allocator defaults
-    tune_for_playback()
-    context = Context()
-    rclpy.init(args=[], context=context, signal_handler_options=SignalHandlerOptions.NO)
-    node = rsp = None
+    context = node = rsp = None
     try:
-        since = time.monotonic()
-        node = player_node(options.node_name, context)
         if callable(episode):
             episode = episode()
         episode = episode_with_images(episode, args.images, reencode=not args.no_reencode,
                                       notes=report.info)
-        check_playable(episode, options)  # before the state publisher publishes anything
+        check_playable(episode, options)
         # (--publish-robot-state: the player publishes the robot itself)
         if episode.urdf and not (args.no_state_publisher or options.publish_robot_state):
             rsp = start_state_publisher(episode.urdf, source=episode.path,
                                         env=state_publisher_env)
             options = replace(options, expect_state_publisher=True)
+        tune_for_playback()
+        context = Context()
+        rclpy.init(args=[], context=context, signal_handler_options=SignalHandlerOptions.NO)
+        since = time.monotonic()
+        node = player_node(options.node_name, context)
         player = Player(episode, options, node=node, since=since)
-        if rsp is not None:  # it starts while the player's publishers are made
-            wait_started(rsp, episode.path, on_slow=lambda waited: report.info(
-                f'react-ros play: waiting for the state publisher to start ({waited:.0f} s; '
-                'a busy machine is slow to start a process)'))
         # The first line once the episode and options are known to play: bad input
         # stays one line. (The demo printed its own.)
         if report.shows('info'):
             announce('react-ros play')
+        if rsp is not None:
+            wait_started(rsp, episode.path, on_slow=lambda waited: report.info(
+                f'react-ros play: waiting for the state publisher to start ({waited:.0f} s; '
+                'a busy machine is slow to start a process)'))
         freeze_heap()
         return player.run()
     finally:
@@ -120,7 +122,8 @@ def play_episode(episode: Episode | Callable[[], Episode], args: argparse.Namesp
                 rsp.stop()
             if node is not None:
                 node.destroy_node()
-            rclpy.try_shutdown(context=context)
+            if context is not None:
+                rclpy.try_shutdown(context=context)
 
 
 @contextmanager
