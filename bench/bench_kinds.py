@@ -53,10 +53,15 @@ def child(what: str, kind: str, root: str, settings: str) -> None:
     from react_ros.adapters import EpisodeOptions, open_episode
     spec = json.loads(settings)
     t0, c0 = time.perf_counter(), time.process_time()
+    own = None
+    if what == 'convert_flow':  # robotwin: the same episode converted with --flow-step 1
+        from react_ros.adapters import KINDS
+        own = KINDS[kind].options(**{k: tuple(v) if isinstance(v, list) else v
+                                     for k, v in spec['flow_options'].items()})
     episode = open_episode(Path(root), kind, EpisodeOptions(
-        episode=spec.get('episode'), image_scale=spec.get('scale', 1.0)))
+        episode=spec.get('episode'), image_scale=spec.get('scale', 1.0), own=own))
     seconds = episode.duration_ns / 1e9
-    if what == 'convert':
+    if what in ('convert', 'convert_flow'):
         from react_ros.sinks.bag import write_bag
         with tempfile.TemporaryDirectory() as tmp:
             write_bag(episode, Path(tmp) / 'bag')
@@ -113,7 +118,7 @@ def bench_kind(kind: str, spec: dict[str, Any], cache: Path,
         settings = json.dumps({**spec, 'scale': scale})
         at = '' if scale == 1.0 else f', --image-scale {scale:g}'
         for what in runs:
-            if what == 'convert' and scale != 1.0:
+            if what in ('convert', 'convert_flow') and scale != 1.0:
                 continue  # a bag keeps the recorded size
             log(f'{kind}: {what}{at}')
             r = results[f'{what}{at}'] = in_child(__file__, what, kind, str(root), settings)
@@ -123,6 +128,13 @@ def bench_kind(kind: str, spec: dict[str, Any], cache: Path,
                 rows.append((f'convert, {r["messages"]} messages',
                              f'RTF {r["rtf"]:.1f} (wall), {r["rtf_cpu"]:.1f} (CPU)',
                              f'{r["wall_s"]:.2f} s wall, bag {r["bag_mb"]:.0f} MB, peak RSS '
+                             f'{r["peak_rss_mb"]:.0f} MB'))
+            elif what == 'convert_flow':
+                opts = ' '.join(f'--{k.replace("_", "-")} {",".join(map(str, v)) if isinstance(v, list) else v}'
+                                for k, v in spec['flow_options'].items())
+                rows.append((f'convert with {opts}, {r["messages"]} messages',
+                             f'{r["wall_s"]:.2f} s per episode',
+                             f'RTF {r["rtf"]:.1f} (wall), bag {r["bag_mb"]:.0f} MB, peak RSS '
                              f'{r["peak_rss_mb"]:.0f} MB'))
             elif what == 'fast':
                 rows.append((f'player, as fast as it goes{at}', f'RTF {r["rtf"]:.2f}',
@@ -136,7 +148,7 @@ def bench_kind(kind: str, spec: dict[str, Any], cache: Path,
                              f'{r["late_p99_ms"]:.1f} ms{alone}'))
     checks = [('nothing lost by any player run',
                all(r['received'] == r['images'] and not r['failed']
-                   for what, r in results.items() if what != 'convert'))]
+                   for what, r in results.items() if not what.startswith('convert')))]
     if 'convert_rtf' in checks_wanted and 'convert' in results:
         r = results['convert']
         checks.append((f'convert >= {checks_wanted["convert_rtf"]}x real time '

@@ -36,7 +36,7 @@ from react_ros.adapters.video_streams import MAX_SIDE
 from react_ros.errors import DatasetFormatError, ReactRosError
 from react_ros.kinds.robotwin import endpose as ee
 from react_ros.kinds.robotwin import hdf5 as rh
-from react_ros.formats.times import check_ns, seconds_to_ns
+from react_ros.formats.times import LAST, MAX_NS, check_ns, seconds_to_ns
 from react_ros.formats.video import scaled_size
 from react_ros.options import KindOptions, option
 from react_ros.ros.camera_info import camera_info
@@ -55,6 +55,18 @@ def _positive(v: Any) -> str | None:
     return None if v is None or v > 0 else f'must be > 0, got {v}'
 
 
+def flow_steps(v: Any) -> list[int]:
+    """--flow-step's words (repeated, or one comma-separated: 1,4) as sorted steps."""
+    return sorted({int(s) for w in v for s in str(w).split(',') if s.strip()})
+
+
+def _steps(v: Any) -> str | None:
+    bad = [s for w in v for s in str(w).split(',') if not (s.strip().isdigit()
+                                                           and int(s) > 0)]
+    return f'each step must be a whole number of frames > 0, got {", ".join(bad)}' if bad \
+        else None
+
+
 @dataclass(frozen=True)
 class RobotwinOptions(KindOptions):
     fps: float = option(DEFAULT_FPS, 'frame rate the stamps are made with: frame i at 1 s + '
@@ -65,6 +77,15 @@ class RobotwinOptions(KindOptions):
     embodiment: str | None = option(None, 'joint names of this embodiment (default: the '
                                     'agilex/ or franka/ folder above the task)',
                                     choices=EMBODIMENTS)
+    flow_step: tuple[str, ...] = option(
+        (), 'publish scene flow, 2D flow and visibility from each frame to K frames later '
+        '(several: 1,4); needs _extra; none by default', metavar='K', check=_steps)
+    flow_tolerance_mm: float = option(10.0, 'a flowed point is hidden when it lies further '
+                                      'than this from the later frame\'s depth',
+                                      metavar='MM', check=_positive)
+    tracks: int | None = option(None, 'follow N pixels seeded on a grid of the first frame '
+                                'to every frame (/head_camera/tracks); needs _extra',
+                                metavar='N', check=_positive)
 
 
 def _xyzw(wxyz_poses: np.ndarray) -> np.ndarray:
@@ -214,7 +235,15 @@ class RobotwinAdapter:
 
     def _stamps(self) -> np.ndarray:
         base = seconds_to_ns(float(self.config['time_base_s']), self.path, 'time_base_s')
-        step = 1e9 / self.own.fps
+        fps = self.own.fps
+        # In Python floats first: a rate so small that the step overflows (--fps 1e-300)
+        # must be refused in one line, not met by numpy's inf * 0 warnings.
+        last_s = base / 1e9 + (self.ep.t - 1) / fps if self.ep.t > 1 else base / 1e9
+        if not last_s <= MAX_NS / 1e9:
+            raise ReactRosError(f'--fps {fps:g}: frame {self.ep.t - 1} of {self.path.name} '
+                                f'would be stamped {last_s:.3g} s, after {LAST} (2038), the '
+                                'last time a ROS 2 Time can hold')
+        step = 1e9 / fps
         t_ns = base + np.round(np.arange(self.ep.t) * step).astype(np.int64)
         check_ns(int(t_ns[-1]), self.path, f'the stamp of the last frame at --fps '
                  f'{self.own.fps:g}')
@@ -242,7 +271,11 @@ class RobotwinAdapter:
 
     def _entity_frames(self) -> list[str]:
         assert self.extra is not None
-        names = self.extra.name
+        given = self.extra.name
+        # tf2 refuses a frame id that starts with '/' (ROS 1's global names); the
+        # document's names never do (a model or link name), so such a name is mapped
+        # to one without, with one warning, rather than published as tf2 cannot take it.
+        names = [n.lstrip('/') for n in given]
         counts: dict[str, int] = {}
         for n in names:
             counts[n] = counts.get(n, 0) + 1
@@ -254,6 +287,12 @@ class RobotwinAdapter:
                 frames.append(f'{n}_{eid}')
             else:
                 frames.append(n)
+        slashed = [(g, f) for g, f in zip(given, frames) if g.startswith('/')]
+        if slashed:
+            self.warnings.append(
+                f'{self.extra.path}: entity name(s) starting with "/", which tf2 refuses in a '
+                f'frame id, published without it: '
+                f'{", ".join(f"{g} as {f}" for g, f in slashed)}')
         dupes = sorted(n for n, c in counts.items() if c > 1 and n)
         if dupes:
             self.report.append(f'entities: {len(names)}; names not unique in the episode, '
@@ -501,7 +540,31 @@ class RobotwinAdapter:
         if self.extra is not None and self.extra.mesh_entity is not None:
             streams.append(self._id_table())
         streams.append(self._annotations())
-        return streams
+        return streams + self._flow()
+
+    def _flow(self) -> list[Stream]:
+        """--flow-step / --tracks streams (flow_streams.py); without _extra, a warning."""
+        steps = flow_steps(self.own.flow_step)
+        if not steps and not self.own.tracks:
+            return []
+        if self.extra is None:
+            self.warnings.append(f'{self.path.name}: no flow or tracks: they need the actor ids '
+                                 f'and entity poses of {rh.extra_path(self.path).name}, which '
+                                 'is not beside it')
+            return []
+        from react_ros.kinds.robotwin import flow_streams as fs
+        poses = np.where(self.entity_ok[..., None], self.extra.pose, np.nan)
+        src = fs.FlowSource(self.path, self.extra.path, self.ep.head, self.extra.entity_id,
+                            poses, self.own.flow_tolerance_mm / 1000.0)
+        size = (self.ep.width, self.ep.height)
+        out = fs.flow_streams(src, self.rows, self.t_ns, steps, self.ep.t, size)
+        if self.own.tracks:
+            out += fs.track_streams(src, self.rows, self.t_ns, self.own.tracks, size,
+                                    self.config['world_frame'])
+        self.report.append(f'flow: steps {", ".join(map(str, steps)) or "none"}, occlusion '
+                           f'tolerance {self.own.flow_tolerance_mm:g} mm; tracks: '
+                           f'{self.own.tracks or "none"} (flow.py: the document\'s dense_flow)')
+        return out
 
     def _per_row(self, topic: str, msg_type: str, build: Callable[[int, int], Any],
                  rows: np.ndarray | None = None, approx: int = 200, heavy: bool = False,
@@ -578,7 +641,12 @@ class RobotwinAdapter:
     def _camera(self, cam: str, source: Path, cal: rh.Calibration) -> list[Stream]:
         frame_id = f'{cam}_optical_frame'
         w, h = cal.size
-        size = scaled_size(w, h, self.options.image_scale)
+        scale = self.options.image_scale
+        if min(w, h) * scale < 1:  # scaled_size would round it up to a 2x2 picture of nothing
+            raise ReactRosError(f'--image-scale {scale:g} would leave less than one pixel of '
+                                f'the {w}x{h} frames of {cam} (the least scale for them is '
+                                f'{1 / min(w, h):.3g})')
+        size = scaled_size(w, h, scale)
         if max(size) > MAX_SIDE:
             raise ReactRosError(f'--image-scale {self.options.image_scale:g} would make the '
                                 f'{w}x{h} frames of {cam} {size[0]}x{size[1]}; at most '

@@ -7,8 +7,12 @@ only, as the release's does). The scene is ray-cast, so every modality comes
 from one rendering: a textured table and moving spheres (two `001_bottle`
 with one name, a hammer, a laptop lid link whose id needs the extended
 palette, and the robot's two end links) seen by a head camera whose
-intrinsics and extrinsics change a little every frame, and by two wrist
-cameras riding on the end poses. Each arm is a small serial chain driven by
+intrinsics change a little every frame and which sways by centimetres, and by
+two wrist cameras riding on the end poses. The shapes are ellipsoids turning
+with their entity's pose (and their two meshes are the body's upper and lower
+halves), so a point moved by the wrong motion or the other quaternion order
+leaves the depth: the document's flow check (pose_{t+4} · pose_t⁻¹ lands on frame
+t+4's depth) can fail on the sample. Each arm is a small serial chain driven by
 joint_action: its links' poses are in _extra, and the end pose is the end
 link's pose times RoboTwin's fixed rotation, so the data-driven checks of the
 end poses and joint names have what the release has.
@@ -45,6 +49,8 @@ FPS = 10.0
 MAX_FRAMES = 132
 CLOUD_POINTS = 1024
 ARM_JOINTS = {'agilex': 6, 'franka': 7}
+# Semi-axes of an entity's ellipsoid in its own frame, per unit of its radius below.
+AXES = np.array([1.3, 0.75, 1.0])
 # (entity id, name, articulation, kind, is_robot, radius m, colour)
 ENTITIES = [
     (1, 'table', '', 'static', False, 0.0, (150, 110, 60)),
@@ -111,7 +117,7 @@ class _Scene:
         self.palette = palette()
 
     def centre(self, j: int, i: int) -> np.ndarray:
-        """World position of entity j (a sphere) at frame i."""
+        """World position of entity j (an ellipsoid's centre) at frame i."""
         s = i / self.fps
         ph = self.phase[j]
         eid = ENTITIES[j][0]
@@ -123,6 +129,13 @@ class _Scene:
 
     def rotation(self, j: int, i: int) -> Rotation:
         return Rotation.from_euler('zyx', [0.4 * i / self.fps + self.phase[j], 0.1 * j, 0.0])
+
+    def orientation(self, j: int, i: int) -> Rotation:
+        """Entity j's orientation at frame i, the one _extra stores (end links: the chain's)."""
+        eid = ENTITIES[j][0]
+        if eid in (20, 21):
+            return self.links(0 if eid == 20 else 1, i)[-1][1]
+        return self.rotation(j, i)
 
     def arm(self, side: int, i: int) -> np.ndarray:
         """joint_action/<side>_arm at frame i (radians)."""
@@ -148,7 +161,11 @@ class _Scene:
     def head(self, i: int) -> tuple[np.ndarray, np.ndarray]:
         """(K, camera -> world) of the head camera at frame i: both move a little."""
         s = i / self.fps
-        pos = np.array([-0.55 + 0.02 * np.sin(s), 0.03 * np.cos(0.8 * s), 0.62])
+        # Sways by centimetres a frame (the release's files hold a pose per frame): a
+        # flow projected with another frame's camera then misses the depth.
+        ahead = np.array([0.6, 0.0, -0.62]) / np.hypot(0.6, 0.62)  # towards the table
+        pos = np.array([-0.55, 0.10 * np.sin(0.9 * s), 0.62 + 0.02 * np.sin(1.1 * s)]) \
+            + 0.10 * np.sin(1.7 * s) * ahead
         pose = look_at(pos, np.array([0.05, 0.0, 0.0]))
         f = 262.0 + 3.0 * np.sin(0.5 * s)
         return self._k(f, 160.0 + 1.5 * np.cos(0.3 * s), 120.0), pose
@@ -191,28 +208,32 @@ class _Scene:
             if radius == 0.0:
                 continue
             c = self.centre(j, i)
+            body = self.orientation(j, i).as_matrix()
+            axes = AXES * radius
             cc = to_cam[:3, :3] @ c + to_cam[:3, 3]
-            if cc[2] <= radius:
+            reach = float(axes.max())
+            if cc[2] <= reach:
                 continue
-            # Only the window around the sphere's image is ray cast.
+            # Only the window around the ellipsoid's image is ray cast.
             pu, pv = k[0, 0] * cc[0] / cc[2] + k[0, 2], k[1, 1] * cc[1] / cc[2] + k[1, 2]
-            rad = 1.6 * k[0, 0] * radius / (cc[2] - radius) + 2
+            rad = 1.6 * k[0, 0] * reach / (cc[2] - reach) + 2
             c0, c1 = int(max(0, pu - rad)), int(min(w, pu + rad + 1))
             r0, r1 = int(max(0, pv - rad)), int(min(h, pv + rad + 1))
             if c0 >= c1 or r0 >= r1:
                 continue
             win = (slice(r0, r1), slice(c0, c1))
-            d = dirs[win]
-            oc = origin - c
+            # In the body frame scaled to a unit sphere: same ray parameter (camera z).
+            d = (dirs[win] @ body) / axes
+            oc = (body.T @ (origin - c)) / axes
             a = np.einsum('hwk,hwk->hw', d, d)
             b = 2 * (d @ oc)
-            disc = b * b - 4 * a * (oc @ oc - radius * radius)
+            disc = b * b - 4 * a * (oc @ oc - 1.0)
             ok = disc > 0
             root = np.where(ok, (-b - np.sqrt(np.where(ok, disc, 0))) / (2 * a), np.inf)
             near = ok & (root > 0) & (root < best[win])
             best[win][near] = root[near]
             actor[win][near] = eid
-            upper = (origin[2] + d[..., 2] * root) > c[2]
+            upper = (oc[2] + d[..., 2] * root) > 0  # the body's upper half: a mesh of its own
             mesh[win][near] = (2 * eid + upper[near]).astype(np.uint16)
         world = origin + dirs * np.where(np.isfinite(best), best, 0)[..., None]
         rgb = np.zeros((h, w, 3), np.float64)

@@ -21,13 +21,18 @@ def _table_topics() -> list[str]:
 
 def test_the_topic_table_is_what_the_sample_publishes(tmp_path_factory: pytest.TempPathFactory
                                                       ) -> None:
+    from react_ros.adapters import EpisodeOptions
+    from react_ros.kinds.robotwin.adapter import RobotwinOptions
     root = robotwin_release(tmp_path_factory)
-    published = {s.topic for s in open_episode(root / EP0, 'robotwin').streams}
-    listed = _table_topics()
+    # with every optional topic: flow of step 1 (the table's kK) and tracks (issue 42)
+    every = EpisodeOptions(own=RobotwinOptions(flow_step=('1',), tracks=8))
+    published = {s.topic for s in open_episode(root / EP0, 'robotwin', every).streams}
+    listed = [t.replace('/kK', '/k1') for t in _table_topics()]
     assert len(listed) == len(set(listed)), 'a topic listed twice'
     assert set(listed) == published, (set(listed) ^ published)
     # without _extra, a subset: every topic it publishes is listed too
     assert {s.topic for s in open_episode(root / EP1, 'robotwin').streams} < published
+    assert not any('flow' in s.topic for s in open_episode(root / EP0, 'robotwin').streams)
 
 
 def test_the_page_links_the_pitfalls_table() -> None:
