@@ -345,3 +345,21 @@ def test_no_keys_without_a_terminal(umi_episode: Path) -> None:
                           timeout=BOUND_S)
     assert proc.returncode == 0, proc.stderr
     assert KEYS_LINE not in proc.stderr + proc.stdout
+
+
+@pytest.mark.parametrize('flags, why', [
+    (['--read-ahead-queue-size', '1000'], 'bounded in bytes'),
+    (['-s', 'mcap'], 'storage is read from the bag'),
+    (['--storage', 'mcap'], 'storage is read from the bag'),
+    (['--qos-profile-overrides-path', 'qos.yaml'], "each topic's QoS"),
+    (['--storage-preset-profile=fastwrite'], 'recording option')])
+def test_a_ros2_bag_flag_left_out_says_so_and_why(umi_episode: Path, flags: list[str],
+                                                  why: str) -> None:
+    """Not "unrecognized arguments": which flag, that it is ros2 bag play's, why, where to look."""
+    proc = subprocess.run([*CLI, 'play', str(umi_episode), *flags], capture_output=True,
+                          text=True, timeout=BOUND_S)
+    assert proc.returncode == 2 and proc.stdout == ''
+    (line,) = proc.stderr.splitlines()
+    flag = flags[0].split('=')[0]
+    assert line.startswith(f'error: react-ros does not take {flag} (ros2 bag play\'s): ')
+    assert why in line and 'react-ros play --help' in line

@@ -23,11 +23,39 @@ from react_ros.errors import ReactRosError, interrupt_behind
 EXIT_BAD_INPUT = 2
 
 
+# `ros2 bag play` flags that react-ros does not take, and why: a user who reaches for one
+# learns what happens instead, not only that it is unknown.
+NOT_TAKEN = {
+    '--storage': 'the storage is read from the bag itself (MCAP)',
+    '-s': 'the storage is read from the bag itself (MCAP)',
+    '--read-ahead-queue-size': 'reading ahead is bounded in bytes (256 MiB across the image '
+                               'topics), not in messages',
+    '--qos-profile-overrides-path': "each topic's QoS is the kind's (its page in docs/) or the "
+                                    "bag's recorded one",
+    '--storage-preset-profile': 'that is a recording option; a bag of any preset plays',
+    '--storage-config-file': 'the MCAP reader needs no storage configuration',
+    '--disable-loan-messages': 'messages are never loaned',
+}
+
+
+def _not_taken(message: str) -> str | None:
+    """One line for an unrecognized `ros2 bag play` flag that react-ros leaves out on purpose."""
+    if not message.startswith('unrecognized arguments:'):
+        return None
+    for word in message.split(':', 1)[1].split():
+        flag = word.split('=', 1)[0]
+        if flag in NOT_TAKEN:
+            return (f'error: react-ros does not take {flag} (ros2 bag play\'s): '
+                    f'{NOT_TAKEN[flag]}; `react-ros play --help` lists what it takes')
+    return None
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with a usage error as one line, like every other refusal (exit 2)."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_BAD_INPUT, f'error: {message} (see {self.prog} --help)\n')
+        line = _not_taken(message)
+        self.exit(EXIT_BAD_INPUT, (line or f'error: {message} (see {self.prog} --help)') + '\n')
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
