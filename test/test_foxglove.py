@@ -294,6 +294,17 @@ def test_drop_late_has_no_meaning_with_foxglove(umi_episode: Path) -> None:
     assert run.returncode == 2 and run.stderr.startswith('error: --drop-late'), run.stderr
 
 
+def test_a_remap_onto_a_name_of_another_type_is_refused_with_foxglove(umi_episode: Path) -> None:
+    """A channel carries one type, as a DDS topic does: refused before serving, one line."""
+    pytest.importorskip('foxglove', reason='the [foxglove] extra (requirements/foxglove.txt)')
+    run = subprocess.run([sys.executable, '-m', 'react_ros.cli', 'play', str(umi_episode),
+                          '--foxglove', '0', '-m', '/annotations:=/tf'], capture_output=True,
+                         text=True, timeout=60)
+    assert run.returncode == 2, run.stderr
+    (line,) = run.stderr.strip().splitlines()
+    assert '/annotations (std_msgs/msg/String)' in line and 'tf2_msgs/msg/TFMessage' in line, line
+
+
 # --- layouts ------------------------------------------------------------------
 
 def _layout_script() -> Any:

@@ -67,7 +67,8 @@ from react_ros.sinks.live import MAX_LAG_S, TF_MESSAGE, PlayerSettings, pass_eve
 from react_ros.sinks.live import resolved_remap, topic_filter
 from react_ros.sinks.report import Report
 from react_ros.sinks.readahead import Cancelled
-from react_ros.sinks.selection import fold_topics, player_conflict, select_for_play
+from react_ros.sinks.selection import fold_topics, player_conflict, published_names
+from react_ros.sinks.selection import select_for_play
 from react_ros.streams import Stream
 
 DEFAULT_PORT = 8765
@@ -157,6 +158,9 @@ class FoxgloveServer:
 
     def _make_channels(self, fox: Any) -> dict[str, Any]:
         topics = fold_topics(self.streams, player_conflict(self.episode.path))
+        # one type per channel name, as on DDS: a remap onto a name of another type is refused
+        published_names(topics, self._remap, {},
+                        lambda text: ReactRosError(f'{self.episode.path}: {text}'))
         channels = {}
         for topic, t in topics.items():
             msg_type = t.msg_type
