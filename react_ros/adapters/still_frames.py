@@ -29,7 +29,11 @@ from react_ros.streams import Stream
 
 def still_size(width: int, height: int, scale: float, what: str) -> tuple[int, int]:
     """(width, height) of a `width`x`height` frame under --image-scale `scale`; refuses a
-    size past MAX_SIDE, naming `what` (the camera or its file)."""
+    size past MAX_SIDE or below one pixel, naming `what` (the camera or its file)."""
+    if min(width, height) * scale < 1:  # scaled_size would round it up to 2x2 of nothing
+        raise ReactRosError(f'--image-scale {scale:g} would leave less than one pixel of the '
+                            f'{width}x{height} frames of {what} (the least scale for them is '
+                            f'{1 / min(width, height):.3g})')
     size = scaled_size(width, height, scale)
     if max(size) > MAX_SIDE:
         raise ReactRosError(f'--image-scale {scale:g} would make the {width}x{height} frames '

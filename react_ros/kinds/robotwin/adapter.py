@@ -32,14 +32,12 @@ from std_msgs.msg import String
 from react_ros.adapters.base import (DatasetKind, Episode, EpisodeOptions, EpisodeRef,
                                      kind_config)
 from react_ros.adapters.poses import NON_UNIT, ZERO_QUATERNION, PosePolicy, PoseRule
-from react_ros.adapters.video_streams import MAX_SIDE
+from react_ros.adapters.still_frames import still_camera_info, still_size
 from react_ros.errors import DatasetFormatError, ReactRosError
 from react_ros.kinds.robotwin import endpose as ee
 from react_ros.kinds.robotwin import hdf5 as rh
 from react_ros.formats.times import LAST, MAX_NS, check_ns, seconds_to_ns
-from react_ros.formats.video import scaled_size
 from react_ros.options import KindOptions, option
-from react_ros.ros.camera_info import camera_info
 from react_ros.ros.image import rgb_image
 from react_ros.ros.msgs import stamp
 from react_ros.ros.tf import tf_message, transform_stamped
@@ -641,16 +639,9 @@ class RobotwinAdapter:
     def _camera(self, cam: str, source: Path, cal: rh.Calibration) -> list[Stream]:
         frame_id = f'{cam}_optical_frame'
         w, h = cal.size
-        scale = self.options.image_scale
-        if min(w, h) * scale < 1:  # scaled_size would round it up to a 2x2 picture of nothing
-            raise ReactRosError(f'--image-scale {scale:g} would leave less than one pixel of '
-                                f'the {w}x{h} frames of {cam} (the least scale for them is '
-                                f'{1 / min(w, h):.3g})')
-        size = scaled_size(w, h, scale)
-        if max(size) > MAX_SIDE:
-            raise ReactRosError(f'--image-scale {self.options.image_scale:g} would make the '
-                                f'{w}x{h} frames of {cam} {size[0]}x{size[1]}; at most '
-                                f'{MAX_SIDE} pixels a side')
+        size = still_size(w, h, self.options.image_scale, cam)
+        # scaled by the JPEG decoder itself, then R and B swapped: the pixels of
+        # still_frames.scale_still + swap_rb, without decoding at full size first
         scaled = size if size != (w, h) else None
 
         def image(fr: rh.Frames, r: int, t: int) -> Image:
@@ -811,16 +802,9 @@ def ros_camera_info(cal: rh.Calibration, r: int, t_ns: int, frame_id: str,
     """Frame r's CameraInfo at `size`, K and P in ROS's pixel-centre convention."""
     width, height = cal.size
     k = cal.intrinsic[r].astype(np.float64)
-    msg = camera_info({'width': width, 'height': height, 'k': k.ravel().tolist(),
-                       'd': [0.0] * 5, 'distortion_model': 'plumb_bob'},
-                      t_ns, frame_id, size=size)
-    kk, pp = list(msg.k), list(msg.p)
-    for i in (2, 5):
-        kk[i] -= PIXEL_CENTRE
-    for i in (2, 6):
-        pp[i] -= PIXEL_CENTRE
-    msg.k, msg.p = kk, pp
-    return msg
+    return still_camera_info({'width': width, 'height': height, 'k': k.ravel().tolist(),
+                              'd': [0.0] * 5, 'distortion_model': 'plumb_bob'},
+                             t_ns, frame_id, size, pixel_centre=PIXEL_CENTRE)
 
 
 def channel_check(fr: rh.Frames, cal: rh.Calibration, i: int) -> tuple[float, float]:
