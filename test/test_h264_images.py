@@ -343,9 +343,18 @@ def test_react_h264_is_reencoded_within_encoder_error(react_bags: dict[str, Any]
         assert [(t, d) for t, _, d in h264[topic]] == [(t, d) for t, _, d in raw[topic]], topic
 
 
+def _without_tactile_warning(stderr: str) -> list[str]:
+    """The lines but the one warning the sample's episode earns by its date (recorded before
+    2026-06-27 and played with latency 0: docs/react.md), which these tests are not about."""
+    lines = stderr.splitlines()
+    early = [ln for ln in lines if ln.startswith('warning:') and '15 frames early' in ln]
+    assert len(early) <= 1, lines
+    return [ln for ln in lines if ln not in early]
+
+
 def test_react_h264_says_what_it_reencodes_and_what_it_cost(react_bags: dict[str, Any]
                                                             ) -> None:
-    lines = react_bags['stderr'].splitlines()
+    lines = _without_tactile_warning(react_bags['stderr'])
     assert len(lines) == 2 * len(REACT_CAMERAS), lines
     for cam in REACT_CAMERAS:
         video = react_bags['root'] / 'videos' / EPISODE / f'{cam}.mp4'
@@ -366,7 +375,7 @@ def test_react_no_reencode_refuses_with_one_line_and_writes_nothing(
                      'h264', '--no-reencode', '--quiet'])
     _, err = capsys.readouterr()
     assert code == 2
-    lines = err.splitlines()
+    lines = _without_tactile_warning(err)
     assert len(lines) == 1, err
     video = root / 'videos' / EPISODE
     assert lines[0].startswith(f'error: {video}/view_left.mp4: has B-frames'), err
