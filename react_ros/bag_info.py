@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from react_ros.formats.rosbag2 import Rosbag2, Topic
-from react_ros.info import SCHEMA_VERSION, image_text, median_rate, message_facts, qos_facts
+from react_ros.info import (SCHEMA_VERSION, image_text, median_rate, message_facts, qos_facts,
+                            tf_tree_lines)
 from react_ros.ros.msgs import message_class
 
 TF_TOPICS = ('/tf', '/tf_static')
@@ -137,25 +138,6 @@ def describe_bag(path: Path | str) -> str:
     return '\n'.join(lines)
 
 
-def tf_tree_lines(edges: dict[str, str], static: set[str]) -> list[str]:
-    """child -> parent edges drawn as an indented tree from each root."""
-    children: dict[str, list[str]] = defaultdict(list)
-    for child, parent in edges.items():
-        children[parent].append(child)
-    roots = sorted({p for p in children if p not in edges})
-    out: list[str] = []
-
-    def walk(frame: str, depth: int, seen: frozenset[str]) -> None:
-        mark = ' (static)' if frame in static else ''
-        out.append('  ' + '  ' * depth + frame + mark)
-        for c in sorted(children.get(frame, [])):
-            if c not in seen:
-                walk(c, depth + 1, seen | {c})
-    for r in roots:
-        walk(r, 0, frozenset({r}))
-    return out
-
-
 def _size(n: int) -> str:
     for unit in ('B', 'KiB', 'MiB', 'GiB'):
         if n < 1024 or unit == 'GiB':
@@ -169,4 +151,4 @@ def _when(ns: int) -> str:
         f'.{ns % 10**9 // 10**6:03d} UTC ({ns / 1e9:.9f})'
 
 
-__all__ = ['bag_document', 'bag_facts', 'describe_bag', 'tf_tree_lines']
+__all__ = ['bag_document', 'bag_facts', 'describe_bag']

@@ -9,6 +9,7 @@ read only for their edges.
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from typing import Any, Iterator
 
 import numpy as np
@@ -193,12 +194,30 @@ def image_text(image: dict[str, Any] | None) -> str:
     return f'{image["width"]}x{image["height"]} {image["encoding"]}'
 
 
+def tf_tree_lines(edges: dict[str, str], static: set[str]) -> list[str]:
+    """child -> parent edges drawn as an indented tree from each root."""
+    children: dict[str, list[str]] = defaultdict(list)
+    for child, parent in edges.items():
+        children[parent].append(child)
+    roots = sorted({p for p in children if p not in edges})
+    out: list[str] = []
+
+    def walk(frame: str, depth: int, seen: frozenset[str]) -> None:
+        mark = ' (static)' if frame in static else ''
+        out.append('  ' + '  ' * depth + frame + mark)
+        for c in sorted(children.get(frame, [])):
+            if c not in seen:
+                walk(c, depth + 1, seen | {c})
+    for r in roots:
+        walk(r, 0, frozenset({r}))
+    return out
+
+
 def describe(episode: Episode) -> str:
     return describe_facts(episode_facts(episode), episode.report)
 
 
 def describe_facts(f: dict[str, Any], report: list[str]) -> str:
-    from react_ros.bag_info import tf_tree_lines
     lines = [f'kind:      {f["kind"]}',
              f'path:      {f["path"]}',
              f'start:     {f["start_ns"] / 1e9:.9f} s',
@@ -232,5 +251,5 @@ def describe_facts(f: dict[str, Any], report: list[str]) -> str:
     return '\n'.join(line.rstrip() for line in lines)
 
 
-__all__ = ['SCHEMA_VERSION', 'checks', 'describe', 'episode_facts', 'median_rate',
+__all__ = ['SCHEMA_VERSION', 'checks', 'describe', 'episode_facts', 'median_rate', 'tf_tree_lines',
            'message_facts', 'qos_facts', 'image_facts']

@@ -12,7 +12,8 @@ from typing import Any, Mapping
 from react_ros.adapters import Episode, EpisodeOptions, kind_options, open_episode, resolve_kind
 from react_ros.adapters.base import DatasetKind
 from react_ros.errors import ReactRosError
-from react_ros.options import Option, own_values
+from react_ros.adapters import own_values
+from react_ros.options import Option
 from react_ros.play_options import PLAY_OPTIONS, PlayOptions
 
 # Which episode, and the launch file's own RViz; the rest is PlayOptions'.

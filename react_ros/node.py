@@ -39,7 +39,7 @@ from rclpy.signals import SignalHandlerOptions
 from react_ros.adapters import kind_options, open_episode, resolve_kind
 from react_ros.adapters.base import DatasetKind, EpisodeOptions
 from react_ros.errors import ReactRosError
-from react_ros.options import own_values
+from react_ros.adapters import own_values
 from react_ros.play_options import PLAY_OPTIONS, PlayOptions
 from react_ros.ros.stop_signals import StopSignals
 from react_ros.sinks.compressed_video import episode_with_images

@@ -224,22 +224,6 @@ class NoOptions(KindOptions):
     """A kind with no options of its own."""
 
 
-def own_values(kind: Any, given: Callable[[Option], Any], source: Callable[[Option], str],
-               what: str) -> dict[str, Any]:
-    """`kind`'s own options from what an entry point was given (a flag, a parameter, a
-    launch argument: `given(opt)`, raw or typed); another kind's option set to anything
-    but its default is refused, in the same words from every entry point."""
-    from react_ros.adapters import kind_options  # the registry imports this module
-    own = {}
-    for other, opt in kind_options():
-        value = opt.coerce(given(opt), source(opt))
-        if other is kind:
-            own[opt.name] = value
-        elif value != opt.default:
-            raise ReactRosError(f'{source(opt)} is an option of {other.name} episodes; {what}')
-    return own
-
-
 def options_of(cls: type) -> tuple[Option, ...]:
     hints = typing.get_type_hints(cls)
     out = []
@@ -269,5 +253,4 @@ def _unwrap(hint: Any) -> tuple[type, bool]:
     raise TypeError(f'unsupported option type {hint!r}')
 
 
-__all__ = ['KindOptions', 'NoOptions', 'Option', 'above', 'at_least', 'option', 'options_of',
-           'own_values']
+__all__ = ['KindOptions', 'NoOptions', 'Option', 'above', 'at_least', 'option', 'options_of']

@@ -12,10 +12,16 @@ import math
 import os
 import sys
 import time
-from typing import TYPE_CHECKING, Callable, TextIO
+from typing import Callable, Protocol, TextIO
 
-if TYPE_CHECKING:
-    from react_ros.sinks.disk_space import SizeWatch
+
+class Written(Protocol):
+    """What a progress line reads of a writer (a bag's SizeWatch, sinks/disk_space.py)."""
+
+    written: int  # bytes written so far
+
+    def fraction(self) -> float:
+        """The share of the data (by time) written so far, 0 to 1."""
 
 
 class Progress:
@@ -70,7 +76,7 @@ class Counter:
     `, 1.2 GB at 310.5 MB/s, ETA 0:00:09`.
     """
 
-    def __init__(self, what: str, out: TextIO | None = None, *, watch: SizeWatch | None = None,
+    def __init__(self, what: str, out: TextIO | None = None, *, watch: Written | None = None,
                  now: Callable[[], float] = time.monotonic) -> None:
         self.what = what
         self.watch = watch
@@ -86,7 +92,6 @@ class Counter:
     def _bytes(self) -> str:
         if self.watch is None:
             return ''
-        from react_ros.sinks.disk_space import size_text
         elapsed = self._now() - self._start
         written = self.watch.written
         rate = f' at {written / elapsed / 1e6:.1f} MB/s' if elapsed > 0 else ''
@@ -100,9 +105,18 @@ class Counter:
         self.progress.close()
 
 
+def size_text(n: float) -> str:
+    """Bytes in decimal units: `512 B`, `3.4 MB`, `2.9 GB`."""
+    for unit in ('B', 'kB', 'MB', 'GB', 'TB', 'PB'):
+        if n < 1000 or unit == 'PB':
+            break
+        n /= 1000
+    return f'{n:.0f} {unit}' if unit == 'B' else f'{n:.1f} {unit}'
+
+
 def _clock(seconds: float) -> str:
     s = int(round(seconds))
     return f'{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}'
 
 
-__all__ = ['Counter', 'Progress']
+__all__ = ['Counter', 'Progress', 'Written', 'size_text']

@@ -14,7 +14,7 @@ import os
 import pkgutil
 from pathlib import Path
 from types import MappingProxyType
-from typing import Mapping
+from typing import Any, Callable, Mapping
 
 from react_ros import kinds as _kinds_package
 from react_ros.kinds import PATH_VARIABLE
@@ -112,6 +112,21 @@ def missing(path: Path, what: str = 'file or directory') -> str | None:
         return f'cannot be opened ({err.strerror})'
 
 
+def own_values(kind: Any, given: Callable[[Option], Any], source: Callable[[Option], str],
+               what: str) -> dict[str, Any]:
+    """`kind`'s own options from what an entry point was given (a flag, a parameter, a
+    launch argument: `given(opt)`, raw or typed); another kind's option set to anything
+    but its default is refused, in the same words from every entry point."""
+    own = {}
+    for other, opt in kind_options():
+        value = opt.coerce(given(opt), source(opt))
+        if other is kind:
+            own[opt.name] = value
+        elif value != opt.default:
+            raise ReactRosError(f'{source(opt)} is an option of {other.name} episodes; {what}')
+    return own
+
+
 def detect_kind(path: Path) -> str:
     """The one kind whose adapter claims `path`; refuses when none or several do."""
     claims = [name for name, k in _KINDS.items() if k.adapter.probe(path)]
@@ -199,5 +214,5 @@ for _kind in _found:
     register(_kind)
 
 __all__ = ['BROKEN', 'BUILTIN', 'add_kinds_path', 'KINDS', 'DatasetKind', 'Episode', 'EpisodeOptions', 'EpisodeRef',
-           'detect_kind', 'find_release', 'kind_options', 'open_episode', 'register',
+           'detect_kind', 'find_release', 'kind_options', 'open_episode', 'own_values', 'register',
            'resolve_kind', 'unregister']

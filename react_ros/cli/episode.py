@@ -9,7 +9,8 @@ from pathlib import Path
 from react_ros.adapters import EpisodeOptions, kind_options, open_episode, resolve_kind
 from react_ros.adapters.base import DatasetKind
 from react_ros.errors import ReactRosError
-from react_ros.options import KindOptions, own_values
+from react_ros.adapters import own_values
+from react_ros.options import KindOptions
 
 IMAGE_TYPE = 'sensor_msgs/msg/Image'  # what --images encodes
 

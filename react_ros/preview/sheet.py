@@ -10,7 +10,7 @@ from typing import Any, Callable
 import numpy as np
 from PIL import Image as PilImage, ImageDraw
 
-from react_ros.bag_info import tf_tree_lines
+from react_ros.info import tf_tree_lines
 from react_ros.preview.draw import font
 from react_ros.preview.imaging import VideoDecoder
 from react_ros.preview.render import BACKGROUND, TITLE_H, Overview, Tile, decode, \

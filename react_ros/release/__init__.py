@@ -28,7 +28,7 @@ from typing import Iterator
 from react_ros.adapters import find_release, kind_options
 from react_ros.adapters.base import DatasetKind, EpisodeRef
 from react_ros.errors import SinkError
-from react_ros.options import own_values
+from react_ros.adapters import own_values
 from react_ros.progress import Progress
 from react_ros.release import index
 from react_ros.release.index import CONVERTED, FAILED, REFUSED, Entry
@@ -36,7 +36,7 @@ from react_ros.release.runners import default_workers, run_local, run_ray
 from react_ros.release.task import ConvertSettings, Outcome, Task, environmental
 from react_ros.release.usage import RunUsage
 from react_ros.sinks.bag import is_react_ros_bag
-from react_ros.sinks.disk_space import size_text
+from react_ros.progress import size_text
 from react_ros.sinks.output import check_stop, output_path, stop_requested, stop_signals_flag
 
 LOCK = '.convert-all.lock'

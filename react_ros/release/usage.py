@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from react_ros.sinks.disk_space import size_text
+from react_ros.progress import size_text
 
 # The machine is taken as CPU-bound above this share of its cores busy, disk-bound
 # above this share of its time waiting on I/O with a task runnable.

@@ -27,12 +27,12 @@ from react_ros.formats import video
 from react_ros.kinds.react.parquet_video import (
     FINGERPRINT_TOLERANCE_PX, MAX_QUAT_NORM_ERROR, MM_SUSPECT_M, POSE_COLUMNS, SIDES,
     TACTILE_EARLY_FRAMES, TACTILE_FIX_DATE, VIDEO_KEYS, VIEWS, Table, convert_calibration_y_to_z,
-    convert_poses_y_to_z, date_base_ns, fingerprint_error_px, fingerprint_problem, read_table,
+    convert_poses_y_to_z, date_base_ns, fingerprint_problem, read_table,
     virtual_targets)
 from react_ros.kinds.react.checks import conformance_report
-from react_ros.kinds.react.files import (Camera, Gel, episode_record, read_bad_frames,
-                                           read_camera, read_episode_lines, read_gel, read_info,
-                                           read_segments, read_split)
+from react_ros.kinds.react.files import (Camera, Gel, episode_record, fingerprint_error_px,
+                                         read_bad_frames, read_camera, read_episode_lines,
+                                         read_gel, read_info, read_segments, read_split)
 from react_ros.formats.times import check_ns
 from react_ros.options import KindOptions, at_least, option
 from react_ros.ros.msgs import stamp

@@ -15,9 +15,9 @@ import numpy as np
 from react_ros.kinds.react.parquet_video import (FINGERPRINT_TOLERANCE_PX, MAX_QUAT_NORM_ERROR,
                                              MM_SUSPECT_M, POSE_COLUMNS, SIDES,
                                              STIFFNESS_N_PER_M, Table, convert_poses_y_to_z,
-                                             fingerprint_error_px, fingerprint_problem,
+                                             fingerprint_problem,
                                              gel_centres_world, project, virtual_targets)
-from react_ros.kinds.react.files import Camera, Gel
+from react_ros.kinds.react.files import Camera, Gel, fingerprint_error_px
 from react_ros.kinds.react.world_frame import offset_applied_twice, residual_lines
 
 ASSUMED_HZ = 30.0

@@ -18,7 +18,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from react_ros.errors import DatasetFormatError
-from react_ros.kinds.react.parquet_video import EPISODE_ID, MM_SUSPECT_M, VIDEO_KEYS
+from react_ros.kinds.react.parquet_video import (EPISODE_ID, MM_SUSPECT_M, VIDEO_KEYS,
+                                                 gel_centres_world, project)
 from react_ros.formats.text_files import read_text
 
 
@@ -351,6 +352,27 @@ def read_bad_frames(root: Path, episode: str, n: int) -> list[tuple[int, str]] |
     return out
 
 
-__all__ = ['Camera', 'EpisodeRecord', 'Gel', 'Split', 'episode_record', 'integer', 'interval',
+def fingerprint_error_px(table_poses: np.ndarray, gel: Gel, cam: Camera,
+                         fingerprint: dict[str, Any]) -> float | None:
+    """Worst distance (px) of the stored fingerprint from our own projection; None: none stored."""
+    rows = fingerprint.get('rows')
+    pixels = (fingerprint.get('pixels') or {}).get(cam.name)
+    if not isinstance(rows, list) or not isinstance(pixels, list) or len(rows) != len(pixels):
+        return None
+    try:
+        idx = np.asarray(rows, dtype=int)
+        stored = np.asarray(pixels, dtype=float).reshape(-1, 2)
+        if len(idx) == 0 or idx.min() < 0 or idx.max() >= len(table_poses):
+            return None
+    except (TypeError, ValueError):
+        return None
+    ours = project(cam.t_mocap_to_cam, cam.k, cam.dist,
+                   gel_centres_world(table_poses[idx], gel.centre_mm))
+    err = np.linalg.norm(ours - stored, axis=1)
+    err = err[np.isfinite(err)]  # a row with a tracking dropout proves nothing
+    return float(err.max()) if len(err) else None
+
+
+__all__ = ['Camera', 'fingerprint_error_px', 'EpisodeRecord', 'Gel', 'Split', 'episode_record', 'integer', 'interval',
            'number', 'numbers', 'read_bad_frames', 'read_camera', 'read_episode_lines',
            'read_gel', 'read_info', 'read_json', 'read_segments', 'read_split']

@@ -12,15 +12,12 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 from scipy.spatial.transform import Rotation
 
 from react_ros.errors import DatasetFormatError
-
-if TYPE_CHECKING:
-    from react_ros.kinds.react.files import Camera, Gel
 
 # dexforce.STIFFNESS_N_PER_M of the format document: penetration_mm = F / (k / 1000).
 STIFFNESS_N_PER_M = 2000.0
@@ -297,22 +294,3 @@ def fingerprint_problem(fingerprint: Any, n: int) -> str | None:
     return None
 
 
-def fingerprint_error_px(table_poses: np.ndarray, gel: Gel, cam: Camera,
-                         fingerprint: dict[str, Any]) -> float | None:
-    """Worst distance (px) of the stored fingerprint from our own projection; None: none stored."""
-    rows = fingerprint.get('rows')
-    pixels = (fingerprint.get('pixels') or {}).get(cam.name)
-    if not isinstance(rows, list) or not isinstance(pixels, list) or len(rows) != len(pixels):
-        return None
-    try:
-        idx = np.asarray(rows, dtype=int)
-        stored = np.asarray(pixels, dtype=float).reshape(-1, 2)
-        if len(idx) == 0 or idx.min() < 0 or idx.max() >= len(table_poses):
-            return None
-    except (TypeError, ValueError):
-        return None
-    ours = project(cam.t_mocap_to_cam, cam.k, cam.dist,
-                   gel_centres_world(table_poses[idx], gel.centre_mm))
-    err = np.linalg.norm(ours - stored, axis=1)
-    err = err[np.isfinite(err)]  # a row with a tracking dropout proves nothing
-    return float(err.max()) if len(err) else None

@@ -265,7 +265,7 @@ def test_world_frame_offset_is_information_not_applied_again(root: Path) -> None
     """The sample's offset is not zero; /tf carries the table's poses as they are, and the
     same poses shifted by the offset again land far outside the rig's 6 px."""
     from react_ros.kinds.react.files import read_camera, read_gel
-    from react_ros.kinds.react.parquet_video import fingerprint_error_px
+    from react_ros.kinds.react.files import fingerprint_error_px
     from react_support import read_parquet
     (record,) = [json.loads(x) for x in (root / 'episodes.jsonl').read_text().splitlines()]
     offset = np.array(record['world_frame_offset'])
