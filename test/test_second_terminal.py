@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-README_EPISODE = '/tmp/umi_ep'
+README_EPISODE = 'samples/umi_ep'
 
 pytestmark = pytest.mark.timeout(300)
 
