@@ -180,8 +180,13 @@ def run_once(probe: Probe, mode: str, episode: Path, model: RobotModel, urdf: Pa
                    text.count('Traceback'), text)
 
 
+# Busy until its parent is gone: a load that outlives a crashed or interrupted run would
+# slow everything after it.
+BUSY = 'import os\nparent = os.getppid()\nwhile os.getppid() == parent:\n    pass\n'
+
+
 def busy(n: int) -> list[subprocess.Popen]:
-    return [subprocess.Popen([sys.executable, '-c', 'while True: pass']) for _ in range(n)]
+    return [subprocess.Popen([sys.executable, '-c', BUSY]) for _ in range(n)]
 
 
 def runs(episode: Path, modes: tuple[str, ...], count: int, load: int,
@@ -189,17 +194,20 @@ def runs(episode: Path, modes: tuple[str, ...], count: int, load: int,
     """`count` runs of each mode, alternating, with `load` busy processes meanwhile."""
     ep = open_episode(episode)
     model = RobotModel.from_urdf(ep.urdf, episode)
-    loaders = busy(load)
-    probe = Probe()
+    loaders: list[subprocess.Popen] = []
+    probe: Probe | None = None
     with tempfile.TemporaryDirectory(prefix='first_tf_') as tmp:
         urdf = Path(tmp) / 'robot.urdf'
         urdf.write_text(ep.urdf)
         try:
+            loaders = busy(load)
+            probe = Probe()
             for i in range(count):
                 for mode in modes:
                     yield run_once(probe, mode, episode, model, urdf, Path(tmp) / 'log', env)
         finally:
-            probe.close()
+            if probe is not None:
+                probe.close()
             for p in loaders:
                 p.kill()
                 p.wait()
