@@ -79,7 +79,7 @@ class RobotwinOptions(KindOptions):
         (), 'publish scene flow, 2D flow and visibility from each frame to K frames later '
         '(several: 1,4); needs _extra; none by default', metavar='K', check=_steps)
     flow_tolerance_mm: float = option(10.0, 'a flowed point is hidden when it lies further '
-                                      'than this from the later frame\'s depth',
+                                      'than this from the later frame\'s depth (default 10)',
                                       metavar='MM', check=_positive)
     tracks: int | None = option(None, 'follow N pixels seeded on a grid of the first frame '
                                 'to every frame (/head_camera/tracks); needs _extra',
