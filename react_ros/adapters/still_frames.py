@@ -18,10 +18,8 @@ import numpy as np
 from rclpy.serialization import serialize_message
 from sensor_msgs.msg import CameraInfo
 
-from react_ros.adapters.video_streams import MAX_SIDE, Calibration
-from react_ros.errors import ReactRosError
+from react_ros.adapters.video_streams import Calibration, scaled_frame_size
 from react_ros.formats.jpeg import resize_area
-from react_ros.formats.video import scaled_size
 from react_ros.ros.camera_info import camera_info
 from react_ros.ros.image import rgb_image
 from react_ros.streams import Stream
@@ -29,16 +27,9 @@ from react_ros.streams import Stream
 
 def still_size(width: int, height: int, scale: float, what: str) -> tuple[int, int]:
     """(width, height) of a `width`x`height` frame under --image-scale `scale`; refuses a
-    size past MAX_SIDE or below one pixel, naming `what` (the camera or its file)."""
-    if min(width, height) * scale < 1:  # scaled_size would round it up to 2x2 of nothing
-        raise ReactRosError(f'--image-scale {scale:g} would leave less than one pixel of the '
-                            f'{width}x{height} frames of {what} (the least scale for them is '
-                            f'{1 / min(width, height):.3g})')
-    size = scaled_size(width, height, scale)
-    if max(size) > MAX_SIDE:
-        raise ReactRosError(f'--image-scale {scale:g} would make the {width}x{height} frames '
-                            f'of {what} {size[0]}x{size[1]}; at most {MAX_SIDE} pixels a side')
-    return size
+    size past MAX_SIDE or below one pixel, naming `what` (the camera or its file): the
+    rule of video cameras (video_streams.scaled_frame_size)."""
+    return scaled_frame_size(width, height, scale, what)
 
 
 def scale_still(image: np.ndarray, size: tuple[int, int]) -> np.ndarray:

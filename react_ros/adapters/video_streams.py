@@ -51,6 +51,21 @@ def in_stamp_order(items: Iterable[Any], stamps: np.ndarray) -> Iterator[tuple[i
         yield t, it
 
 
+def scaled_frame_size(width: int, height: int, scale: float, what: str) -> tuple[int, int]:
+    """(width, height) of a camera's `width`x`height` frames under --image-scale `scale`,
+    video or stills alike; refuses a scale that leaves less than one pixel (scaled_size would
+    round it up to 2x2 of nothing) or makes a side longer than MAX_SIDE, naming `what`."""
+    if min(width, height) * scale < 1:
+        raise ReactRosError(f'--image-scale {scale:g} would leave less than one pixel of the '
+                            f'{width}x{height} frames of {what} (the least scale for them is '
+                            f'{1 / min(width, height):.3g})')
+    size = video.scaled_size(width, height, scale)
+    if max(size) > MAX_SIDE:
+        raise ReactRosError(f'--image-scale {scale:g} would make the {width}x{height} frames '
+                            f'of {what} {size[0]}x{size[1]}; at most {MAX_SIDE} pixels a side')
+    return size
+
+
 def video_camera_streams(source: video.VideoInfo | Path | str, stamps: np.ndarray, prefix: str,
                          frame_id: str, calibration: Calibration | None = None, *,
                          image_scale: float = 1.0, rows: np.ndarray | None = None,
@@ -72,11 +87,7 @@ def video_camera_streams(source: video.VideoInfo | Path | str, stamps: np.ndarra
         raise ValueError(f'{info.path}: rows {rows[0]}..{rows[-1]} (+{offset}) outside '
                          f'{info.frame_count} frames / {len(stamps)} stamps')
     t_rows = stamps[rows]
-    size = video.scaled_size(info.width, info.height, image_scale)
-    if max(size) > MAX_SIDE:
-        raise ReactRosError(f'--image-scale {image_scale:g} would make the {info.width}x'
-                            f'{info.height} frames of {info.path.name} {size[0]}x{size[1]}; '
-                            f'at most {MAX_SIDE} pixels a side')
+    size = scaled_frame_size(info.width, info.height, image_scale, info.path.name)
 
     def images() -> Iterator[tuple[int, Any]]:
         wanted = set(frames.tolist())
@@ -129,4 +140,4 @@ def video_camera_streams(source: video.VideoInfo | Path | str, stamps: np.ndarra
     return streams
 
 
-__all__ = ['Calibration', 'in_stamp_order', 'video_camera_streams']
+__all__ = ['Calibration', 'in_stamp_order', 'scaled_frame_size', 'video_camera_streams']

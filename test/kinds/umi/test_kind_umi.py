@@ -268,6 +268,9 @@ REFUSED = [
     # options that point at the wrong thing
     Refused('image scale 1e6', None, '--image-scale', ('1e+06',), args=('--image-scale', '1e6')),
     Refused('image scale 0', None, '--image-scale', (), args=('--image-scale', '0')),
+    # a video camera scaled below one pixel: refused, not written as 2x2 images (issue 39)
+    Refused('image scale that leaves less than a pixel', None, '--image-scale',
+            ('less than one pixel', '320x200'), args=('--image-scale', '1e-9')),
     Refused('unknown topic', None, '--topics', ('/no/such/topic',),
             args=('--topics', '/no/such/topic'), commands=('convert',)),
     Refused('option of another kind', None, '--segment', ('react',), args=('--segment', '1')),
