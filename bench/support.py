@@ -175,16 +175,20 @@ def print_table(title: str, rows: list[tuple[str, str, str]],
         print(f'{"PASS" if ok else "FAIL"}: {name}')
 
 
-def first_frames(paths: list[Path], per_video: int) -> list[Any]:
-    """The first `per_video` decoded RGB frames of each video, held in memory: distinct
-    frames to reuse when a limit is measured on more images than it is worth keeping."""
-    from react_ros.formats.video import decode_rgb
+def first_frames(paths: list[Path], per_video: int, planes: bool = False) -> list[Any]:
+    """The first `per_video` decoded RGB frames of each video (with `planes`, the decoder's
+    Yuv420 planes, formats/video.py), held in memory: distinct frames to reuse when a limit
+    is measured on more images than it is worth keeping."""
+    from dataclasses import replace
+
+    from react_ros.formats.video import decode_rgb, decode_yuv420
     frames = []
     for path in paths:
-        decoded = decode_rgb(path)
+        decoded = decode_yuv420(path) if planes else decode_rgb(path)
         try:
             for _, frame in zip(range(per_video), decoded):
-                frames.append(frame.copy())
+                frames.append(replace(frame, y=frame.y.copy(), u=frame.u.copy(),
+                                      v=frame.v.copy()) if hasattr(frame, 'y') else frame.copy())
         finally:
             decoded.close()  # type: ignore[attr-defined]
     return frames

@@ -25,7 +25,7 @@ from mcap.stream_reader import StreamReader, breakup_chunk
 from mcap.writer import CompressionType, Writer
 
 from react_ros.formats.mcap_bag import McapBag
-from react_ros.formats.mcap_writer import SEPARATE_BYTES, ChunkWriter
+from react_ros.formats.mcap_writer import SEPARATE_BYTES, ChunkWriter, Pieces
 
 CHUNK = 4096
 MCAP_COMPRESSION = {'none': CompressionType.NONE, 'lz4': CompressionType.LZ4,
@@ -267,6 +267,59 @@ def test_big_uncompressed_payload_is_written_as_it_came() -> None:
     stream.seek(0)
     (_, _, m), = make_reader(stream, validate_crcs=True).iter_messages()
     assert m.data == payload
+
+
+def _in_pieces(calls: list[tuple[str, tuple[Any, ...]]], seed: int
+               ) -> list[tuple[str, tuple[Any, ...]]]:
+    """The same calls with every message's data cut into Pieces at random places (some of
+    them memoryviews, as an array's buffer comes)."""
+    rnd = random.Random(seed)
+    out = []
+    for name, args in calls:
+        if name == 'add_message':
+            data = args[2]
+            cuts = sorted(rnd.randint(0, len(data)) for _ in range(rnd.randint(0, 3)))
+            parts = [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)])]
+            args = (*args[:2], Pieces(memoryview(p) if i % 2 else p
+                                      for i, p in enumerate(parts)), *args[3:])
+        out.append((name, args))
+    return out
+
+
+@pytest.mark.parametrize('compression', ['none', 'lz4', 'zstd'])
+def test_a_message_in_pieces_is_the_message_joined(compression: str) -> None:
+    """Issue 43: an Image's CDR comes as its head and the decoder's pixels; the file is the
+    one mcap.Writer makes of the joined bytes (record length, chunk size, CRC, lz4)."""
+    for seed in range(3):
+        calls = _calls(seed)
+        theirs, ours = io.BytesIO(), io.BytesIO()
+        _replay(Writer(theirs, chunk_size=CHUNK, compression=MCAP_COMPRESSION[compression]),
+                calls)
+        writer = ChunkWriter(ours, chunk_size=CHUNK, compression=compression)
+        try:
+            _replay(writer, _in_pieces(calls, seed))
+        finally:
+            writer.close()
+        assert ours.getvalue() == theirs.getvalue(), f'seed {seed}'
+
+
+def test_a_big_piece_is_written_as_it_came() -> None:
+    """The pixels of an Image in Pieces reach the file's write() themselves, not a copy."""
+    stream = _WriteLog()
+    pixels = memoryview(bytes(range(256)) * 1024)
+    writer = ChunkWriter(stream, chunk_size=1 << 20, compression='none')
+    try:
+        writer.start()
+        schema = writer.register_schema('s', 'ros2msg', b'')
+        channel = writer.register_channel('/big', 'cdr', schema, {})
+        writer.add_message(channel, 1, Pieces((b'head', pixels)), 1)
+        writer.finish()
+    finally:
+        writer.close()
+    assert any(piece is pixels for piece in stream.handed)
+    stream.seek(0)
+    (_, _, m), = make_reader(stream, validate_crcs=True).iter_messages()
+    assert m.data == b'head' + bytes(pixels)
 
 
 def _writer_threads() -> list[threading.Thread]:

@@ -13,7 +13,9 @@ each compression in use is a "lane" with an open chunk of its own, so already
 compressed payloads need not pass through lz4 again.
 
 Message buffers are referenced, not copied, until their chunk is written: a caller
-must not change a buffer after handing it to add_message.
+must not change a buffer after handing it to add_message. A message may come as Pieces
+(its bytes as several buffers in order: an Image's CDR head, then the decoder's pixels),
+written as they are: the pixels are never joined to a head (the CRC chains over them).
 """
 from __future__ import annotations
 
@@ -50,6 +52,36 @@ _MESSAGE_FIELDS = 2 + 4 + 8 + 8
 _CHUNK_HEADER = struct.Struct('<BQQQQI')
 
 
+class Pieces(tuple):  # type: ignore[type-arg]
+    """One message's bytes as buffers, in order; `nbytes` is their length together."""
+
+    @property
+    def nbytes(self) -> int:
+        # (not len(): an HxWx3 array's is H)
+        return sum(p.nbytes if isinstance(p, memoryview) else memoryview(p).nbytes
+                   for p in self)
+
+
+def message_bytes(data: Any) -> int:
+    """The length of a message given to add_message (a buffer or Pieces)."""
+    return data.nbytes if isinstance(data, Pieces) else len(data)
+
+
+def joined(data: Any) -> Any:
+    """A message given to add_message as one buffer (Pieces joined: a copy)."""
+    return b''.join(data) if isinstance(data, Pieces) else data
+
+
+def _bytes(data: Any) -> Any:
+    """`data` as byte-addressed buffers: lengths in bytes, as the records count them."""
+    if isinstance(data, Pieces):
+        return Pieces(_bytes(p) for p in data)
+    if isinstance(data, (bytes, bytearray)) or (
+            isinstance(data, memoryview) and data.ndim == 1 and data.format == 'B'):
+        return data
+    return memoryview(data).cast('B')
+
+
 def _record(rec: Any) -> bytes:
     builder = RecordBuilder()
     rec.write(builder)
@@ -74,12 +106,14 @@ class _Lane:
 
     def add(self, head: bytes, data: Any = b'') -> None:
         self.packed += head
-        if len(data) >= SEPARATE_BYTES:
-            self.pieces += [self.packed, data]
-            self.packed = bytearray()
-        else:
-            self.packed += data
-        self.count += len(head) + len(data)
+        self.count += len(head)
+        for piece in data if isinstance(data, Pieces) else (data,):
+            if len(piece) >= SEPARATE_BYTES:
+                self.pieces += [self.packed, piece]
+                self.packed = bytearray()
+            else:
+                self.packed += piece
+            self.count += len(piece)
 
     def take(self) -> _Job:
         """The chunk so far as a job for the workers; the lane starts a new one."""
@@ -288,12 +322,13 @@ class ChunkWriter:
 
     def add_message(self, channel_id: int, log_time: int, data: Any, publish_time: int,
                     sequence: int = 0) -> None:
+        """`data`: a buffer, or Pieces; referenced until written (module docstring)."""
         self._check()
         lane = self._channel_lanes.get(channel_id)
         if lane is None:
             raise ValueError(f'channel {channel_id} was not registered')
-        if not isinstance(data, (bytes, bytearray)):
-            data = memoryview(data).cast('B')
+        data = _bytes(data)
+        size = message_bytes(data)
         self._wait_for_room()
         stats = self._stats
         stats.message_start_time = log_time if stats.message_count == 0 \
@@ -308,7 +343,7 @@ class ChunkWriter:
             index = lane.indexes[channel_id] = MessageIndex(channel_id=channel_id, records=[])
         index.records.append((log_time, lane.count))
         lane.num_messages += 1
-        head = _MESSAGE_HEADER.pack(Opcode.MESSAGE, _MESSAGE_FIELDS + len(data), channel_id,
+        head = _MESSAGE_HEADER.pack(Opcode.MESSAGE, _MESSAGE_FIELDS + size, channel_id,
                                     sequence, log_time, publish_time)
         self._add_record(lane, head, data)
 

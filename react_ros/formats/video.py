@@ -1,4 +1,4 @@
-"""Video files through PyAV: frame counts, per-frame PTS and lazy RGB decoding.
+"""Video files through PyAV: frame counts, per-frame PTS and lazy RGB (or planar) decoding.
 
 Frame n is the n-th frame in presentation order, also when decoding starts
 elsewhere: `decode_rgb_from` seeks to the keyframe before frame n and names
@@ -13,7 +13,7 @@ import bisect
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 import av
 import numpy as np
@@ -196,6 +196,59 @@ class _Rgb:
         return rgb.to_ndarray()
 
 
+@dataclass(frozen=True)
+class Yuv420:
+    """A frame's 8-bit 4:2:0 planes as the decoder made them (no RGB in between): y HxW,
+    u and v half that (rounded up), rows without padding where the decoder left none. `full_range`:
+    0-255 (JPEG's, yuvj420p) rather than the video range 16-235 / 16-240 that swscale
+    takes an untagged yuv420p frame to be when it converts to rgb24 (_Rgb)."""
+
+    y: np.ndarray
+    u: np.ndarray
+    v: np.ndarray
+    full_range: bool
+
+
+# Colour matrices (AVColorSpace) whose YCbCr is JPEG's, BT.601 (FCC differs from it in the
+# fourth decimal): unspecified, FCC, BT470BG, SMPTE170M. swscale's rgb24 conversion takes an
+# untagged frame to be BT.601 too (SWS_CS_DEFAULT), so planes and rgb24 show one colour.
+_BT601 = frozenset({2, 4, 5, 6})
+_YUV420 = {'yuv420p': False, 'yuvj420p': True}
+
+
+class _Planes:
+    """Decoded frames as Yuv420 (scaled in the same format where asked), or, for a frame
+    whose planes are not 8-bit 4:2:0 in BT.601 colours, as _Rgb makes it."""
+
+    def __init__(self, size: tuple[int, int]) -> None:
+        self._reformatter = VideoReformatter()
+        self._size = size
+        self._rgb = _Rgb(size)
+
+    def __call__(self, frame: av.VideoFrame) -> Yuv420 | np.ndarray:
+        fmt = frame.format.name
+        if fmt not in _YUV420 or _colorspace(frame) not in _BT601:
+            return self._rgb(frame)
+        width, height = self._size
+        if (width, height) != (frame.width, frame.height):
+            frame = self._reformatter.reformat(frame, width=width, height=height,
+                                               interpolation='AREA', threads=SWS_THREADS)
+        y, u, v = (_plane(p, w, h) for p, w, h in zip(
+            frame.planes, (width, (width + 1) // 2, (width + 1) // 2),
+            (height, (height + 1) // 2, (height + 1) // 2)))
+        return Yuv420(y, u, v, _YUV420[fmt])
+
+
+def _colorspace(frame: av.VideoFrame) -> int:
+    return int(frame.colorspace)
+
+
+def _plane(plane: Any, width: int, height: int) -> np.ndarray:
+    """The plane's pixels as an HxW view of the frame's buffer (rows may be padded)."""
+    rows = np.frombuffer(plane, np.uint8, count=plane.line_size * height)
+    return rows.reshape(height, plane.line_size)[:, :width]
+
+
 def decode_rgb(path: Path | str, scale: float = 1.0,
                expected_frames: int | None = None) -> Iterator[np.ndarray]:
     """Yield HxWx3 uint8 RGB frames in presentation order, decoded lazily.
@@ -204,14 +257,26 @@ def decode_rgb(path: Path | str, scale: float = 1.0,
     frame costs no extra pass. When `expected_frames` is given, a video that
     ends early is an error rather than a silently short stream.
     """
+    return _decoded(path, _Rgb, scale, expected_frames)
+
+
+def decode_yuv420(path: Path | str, scale: float = 1.0, expected_frames: int | None = None
+                  ) -> Iterator[Yuv420 | np.ndarray]:
+    """What decode_rgb yields, as the decoder's Yuv420 planes where they are BT.601 4:2:0
+    (else the rgb24 array): what a JPEG is made from without an RGB frame."""
+    return _decoded(path, _Planes, scale, expected_frames)
+
+
+def _decoded(path: Path | str, convert: Callable[[tuple[int, int]], Callable[[Any], Any]],
+             scale: float, expected_frames: int | None) -> Iterator[Any]:
     path = Path(path)
     container = _open(path)
     n = 0
     try:
         stream, size = _video_stream(container, scale)
-        rgb = _Rgb(size)
+        pixels = convert(size)
         for frame in container.decode(stream):
-            yield rgb(frame)
+            yield pixels(frame)
             n += 1
     except _AV_ERRORS as exc:
         raise DatasetFormatError(path, f'video frame {n} cannot be decoded '
@@ -234,6 +299,20 @@ def decode_rgb_from(path: Path | str, first: int, scale: float = 1.0,
     by its PTS, so frame n is frame n as `decode_rgb` counts it.
     `stats['decoded_from']` is set to the frame decoding started at.
     """
+    return _decoded_from(path, _Rgb, first, scale, expected_frames, table, stats)
+
+
+def decode_yuv420_from(path: Path | str, first: int, scale: float = 1.0,
+                       expected_frames: int | None = None, table: FrameTable | None = None
+                       ) -> Iterator[tuple[int, Yuv420 | np.ndarray]]:
+    """decode_rgb_from's frames as decode_yuv420 gives them."""
+    return _decoded_from(path, _Planes, first, scale, expected_frames, table, None)
+
+
+def _decoded_from(path: Path | str, convert: Callable[[tuple[int, int]], Callable[[Any], Any]],
+                  first: int, scale: float, expected_frames: int | None,
+                  table: FrameTable | None, stats: dict[str, int] | None
+                  ) -> Iterator[tuple[int, Any]]:
     path = Path(path)
     table = frame_table(path) if table is None else table
     pts = table.pts
@@ -244,7 +323,7 @@ def decode_rgb_from(path: Path | str, first: int, scale: float = 1.0,
     n = first
     try:
         stream, size = _video_stream(container, scale)
-        rgb = _Rgb(size)
+        pixels = convert(size)
         start = _seek_before(container, stream, first, table, index)
         if stats is not None:
             stats['decoded_from'] = start
@@ -262,7 +341,7 @@ def decode_rgb_from(path: Path | str, first: int, scale: float = 1.0,
             expect += 1
             if i >= first:
                 n = i
-                yield i, rgb(frame)
+                yield i, pixels(frame)
                 n = i + 1
     except _AV_ERRORS as exc:
         raise DatasetFormatError(path, f'video frame {n} cannot be decoded '

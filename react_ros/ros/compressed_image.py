@@ -16,10 +16,11 @@ ship; humble where it differs):
   depth_max (z0 = depth_quantization 100, depth_max 10 m), decoded d = A / (q - B), q = 0
   meaning no depth (NaN); 16UC1 (millimetres) is stored as it is.
 
-Pillow does the encoding here: zlib releases the GIL, so callers may run PNG and TIFF on
-threads, but Pillow's JPEG encoder holds it, so a caller with many JPEGs to make sends
-`jpeg_input` to processes (formats/jpeg_encoder.py) and wraps what comes back with
-`jpeg_message`: the same bytes as `compress`. The bytes differ from OpenCV's, the decoded
+Pillow does the encoding here (a video's frames are JPEG-encoded from their planes
+instead: formats/jpeg_encoder.py encode_planes, same format string): zlib releases the
+GIL, so callers may run PNG and TIFF on threads, but Pillow's JPEG encoder holds it, so
+a caller with many JPEGs to make sends `jpeg_input` to processes (formats/jpeg_encoder.py)
+and wraps what comes back with `jpeg_message`: the same bytes as `compress`. The bytes differ from OpenCV's, the decoded
 images do not depend on which wrote them. The decoders below take an already decoded
 array, so tests can decode with OpenCV, the decoder image_transport itself uses.
 """
@@ -133,9 +134,13 @@ def jpeg_input(msg: Image) -> tuple[np.ndarray, int, int, str, str]:
 
 def jpeg_message(msg: Image, data: bytes) -> CompressedImage:
     """The CompressedImage of `msg` holding `data`, its JPEG."""
-    colour = _LAYOUT[msg.encoding][2]
-    return _message(msg, f'{msg.encoding}; jpeg compressed {"bgr8" if colour else "mono8"}',
-                    data)
+    return _message(msg, jpeg_format(msg.encoding), data)
+
+
+def jpeg_format(encoding: str) -> str:
+    """The `compressed` plugin's format of a JPEG made from an Image of `encoding`."""
+    colour = _LAYOUT[encoding][2]
+    return f'{encoding}; jpeg compressed {"bgr8" if colour else "mono8"}'
 
 
 def compress_depth(msg: Image, depth_max: float = DEPTH_MAX,

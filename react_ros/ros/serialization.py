@@ -38,6 +38,52 @@ def cdr_payload(msg: Any) -> bytearray:
     return w.buf
 
 
+# A trailing byte array at least this long stays out of the CDR buffer (cdr_pieces).
+SEPARATE_BYTES = 64 * 1024
+
+
+def cdr_pieces(msg: Any) -> tuple[Any, ...]:
+    """The message's CDR as buffers that, one after the other, are cdr_payload(msg): where
+    its last field is a uint8 sequence of SEPARATE_BYTES or more (an Image's pixels), the
+    fields before it with the sequence's count, then the sequence's own array, not copied;
+    else the one buffer. The array is the message's: it must not change while in use."""
+    split = _split_writer(type(msg))
+    if split is not None:
+        name, write_head = split
+        data = getattr(msg, name)
+        if isinstance(data, array.array) and data.itemsize == 1 and len(data) >= SEPARATE_BYTES:
+            w = CdrWriter()
+            write_head(w.buf, msg)
+            _pad(w.buf, 4)
+            w.buf += struct.pack('<I', len(data))
+            return w.buf, memoryview(data)
+    return (cdr_payload(msg),)
+
+
+_SPLITS: dict[type, tuple[str, Writer] | None] = {}
+
+
+def _split_writer(cls: Any) -> tuple[str, Writer] | None:
+    """(name of the last field, writer of the fields before it) when the last field is a
+    uint8 sequence; else None."""
+    if cls in _SPLITS:
+        return _SPLITS[cls]
+    split = None
+    names = list(cls.get_fields_and_field_types()) if cls.SLOT_TYPES else []
+    if names:
+        last = cls.SLOT_TYPES[-1]
+        if (isinstance(last, AbstractSequence) and isinstance(last.value_type, BasicType)
+                and last.value_type.typename == 'uint8'):
+            fields = [(n, _field_writer(k)) for n, k in zip(names[:-1], cls.SLOT_TYPES[:-1])]
+
+            def head(buf: bytearray, msg: Any) -> None:
+                for slot, write in fields:
+                    write(buf, getattr(msg, slot))
+            split = names[-1], head
+    _SPLITS[cls] = split
+    return split
+
+
 def _pad(buf: bytearray, n: int) -> None:
     pad = -(len(buf) - 4) % n
     if pad:
@@ -137,4 +183,4 @@ def _nested_writer(kind: Any) -> Writer:
     return items
 
 
-__all__ = ['cdr_payload']
+__all__ = ['cdr_payload', 'cdr_pieces']

@@ -20,6 +20,7 @@ import dataclasses
 import io
 import json
 import os
+import struct
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
@@ -27,22 +28,25 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, cast
 
 import lz4.frame
+import numpy as np
 import yaml
 from mcap import __version__ as mcap_version
 from rclpy.qos import LivelinessPolicy, QoSProfile
+from sensor_msgs.msg import Image
 
 from react_ros import __version__
-from react_ros.formats.mcap_writer import ChunkWriter
+from react_ros.formats.mcap_writer import ChunkWriter, Pieces, joined
 from react_ros.errors import DatasetFormatError, SinkError
 from react_ros.ros import qos
-from react_ros.ros.msgs import _share_dirs, definition_text, message_class
-from react_ros.ros.serialization import cdr_payload
+from react_ros.ros.msgs import _share_dirs, definition_text, message_class, stamp
+from react_ros.ros.serialization import cdr_payload, cdr_pieces
 from react_ros.sinks.disk_space import BagSizer, SizeWatch, check_fits
+from react_ros.sinks.image_encoding import decodable, video_frames
 from react_ros.sinks.output import check_stop, output_path, staged, stop_requested
 from react_ros.sinks.readahead import Cancelled, ReadAhead, message_bytes
 from react_ros.sinks.selection import BagSelection, TopicFilter, fold_topics
 from react_ros.sinks.selection import select_streams as select_streams
-from react_ros.streams import Event, Stream, merge
+from react_ros.streams import Event, Stream, VideoSource, merge
 
 if TYPE_CHECKING:
     from react_ros.adapters.base import Episode
@@ -207,7 +211,7 @@ def _write(episode: Episode, streams: list[Stream], tmp: Path, out: Path,
             for ev in _merged(opened):
                 check_stop()  # a stop signal ends the write here, between two messages
                 stream = streams[ev.stream_idx]
-                is_cdr = isinstance(ev.msg, (bytes, bytearray))
+                is_cdr = isinstance(ev.msg, (bytes, bytearray, Pieces))
                 if not is_cdr:
                     _check_type(stream, ev.msg)
                 if ev.t_ns < 0:
@@ -290,18 +294,37 @@ def _open(streams: Sequence[Stream], readers: list[ReadAhead]
         if not s.heavy:
             opened.append(s.open())
             continue
+        if decodable(s):  # the decoder's pixels into the bag, no Image built on the way
+            s = dataclasses.replace(s, open=lambda v=s.video: _raw_frames(v))
 
         def prepare(msg: Any, stream: Stream = s) -> Any:
-            if isinstance(msg, bytes):
+            if isinstance(msg, (bytes, Pieces)):
                 return msg
             _check_type(stream, msg)
-            # The CDR as built, not copied into bytes (6.9 MB a frame at 1920x1200): the
-            # writer keeps it as it is until its chunk is on disk, and nothing changes it.
-            return cdr_payload(msg)
+            # The CDR as built, not copied into bytes, an Image's pixels not copied into it
+            # (6.9 MB a frame at 1920x1200): the writer keeps the pieces as they are until
+            # their chunk is on disk, and nothing changes them.
+            return Pieces(cdr_pieces(msg))
         r = ReadAhead(s, None, READ_AHEAD * message_bytes(s), stop_requested, prepare)
         readers.append(r)
         opened.append(iter(r))
     return opened
+
+
+def _raw_frames(source: VideoSource) -> Iterator[tuple[int, Pieces]]:
+    """The CDR of each Image the stream `source` backs would yield (ros/image.py rgb_image):
+    its fields before the pixels, then the decoder's rgb24 buffer itself."""
+    for t_ns, rgb in video_frames(source):
+        pixels = np.ascontiguousarray(rgb)  # a copy only where the decoder padded its rows
+        msg = Image()
+        msg.header.stamp = stamp(t_ns)
+        msg.header.frame_id = source.frame_id
+        msg.height, msg.width = int(pixels.shape[0]), int(pixels.shape[1])
+        msg.encoding = 'rgb8'
+        msg.step = msg.width * 3
+        head = cdr_payload(msg)  # the empty data's count last: the pixels' count instead
+        head[-4:] = struct.pack('<I', pixels.nbytes)
+        yield t_ns, Pieces((head, pixels))
 
 
 def _merged(opened: Sequence[Iterator[tuple[int, Any]]]) -> Iterator[Event]:
@@ -371,8 +394,10 @@ def chunk_compression(msg_type: str, heavy: bool, compression: str) -> str:
     return '' if heavy else 'lz4'
 
 
-def probed(data: bytes) -> str:
-    """'lz4' if lz4 shrinks this message by PROBE_MIN_SAVING, else 'none'."""
+def probed(data: Any) -> str:
+    """'lz4' if lz4 shrinks this message (a buffer or Pieces) by PROBE_MIN_SAVING, else
+    'none'."""
+    data = joined(data)
     return 'lz4' if len(lz4.frame.compress(data)) <= (1 - PROBE_MIN_SAVING) * len(data) \
         else 'none'
 

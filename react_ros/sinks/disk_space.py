@@ -20,9 +20,11 @@ import os
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from react_ros.errors import OutputWriteError
+from react_ros.formats.mcap_writer import joined, message_bytes
+from react_ros.progress import size_text
 
 if TYPE_CHECKING:
     from react_ros.streams import Stream
@@ -119,13 +121,12 @@ def free_space(path: Path) -> tuple[Path, int | None]:
     return where, st.f_bavail * st.f_frsize
 
 
-def size_text(n: float) -> str:
-    """Bytes in decimal units: `512 B`, `3.4 MB`, `2.9 GB`."""
-    for unit in ('B', 'kB', 'MB', 'GB', 'TB', 'PB'):
-        if n < 1000 or unit == 'PB':
-            break
-        n /= 1000
-    return f'{n:.0f} {unit}' if unit == 'B' else f'{n:.1f} {unit}'
+def _compressed(name: str, messages: Sequence[Any]) -> int:
+    """The bytes of `messages` (buffers or Pieces, as the writer was given them) compressed
+    together by `name`; uncompressed, their length, without joining gigabytes of frames."""
+    if name not in ('lz4', 'zstd'):
+        return sum(message_bytes(m) for m in messages)
+    return len(_compressor(name)(b''.join(joined(m) for m in messages)))
 
 
 def _compressor(name: str) -> Callable[[bytes], bytes]:
@@ -193,7 +194,7 @@ class BagSizer:
         self.watch.done_ns = max(t_ns - self.start_ns, 0)
         if self.done:  # the data time only: the bytes when the progress line asks (update)
             return None
-        i, size = stream_idx, len(data) + RECORD_HEADER
+        i, size = stream_idx, message_bytes(data) + RECORD_HEADER
         if not self.seen[i]:
             self.first_bytes[i] = size
         self.seen[i] += 1
@@ -226,9 +227,9 @@ class BagSizer:
     def _sample(self, i: int, data: bytes) -> None:
         sample = self.samples[i]
         sample.append(data)
-        self.sample_bytes[i] += len(data)
-        while len(sample) > 1 and self.sample_bytes[i] - len(sample[0]) >= SAMPLE_BYTES:
-            self.sample_bytes[i] -= len(sample.popleft())
+        self.sample_bytes[i] += message_bytes(data)
+        while len(sample) > 1 and self.sample_bytes[i] - message_bytes(sample[0]) >= SAMPLE_BYTES:
+            self.sample_bytes[i] -= message_bytes(sample.popleft())
 
     def _due(self) -> bool:
         elapsed = self.watch.done_ns
@@ -240,15 +241,15 @@ class BagSizer:
 
     def _estimate(self) -> SizeEstimate:
         default = self.default
-        ratios = [len(_compressor(lane or default)(b''.join(sample))) / max(size, 1)
+        ratios = [_compressed(lane or default, sample) / max(size, 1)
                   for sample, size, lane in zip(self.samples, self.sample_bytes, self.lanes)]
         written = self.watch.written
         preamble = len(_compressor(default)(self.empty_bag))
         # Alone, a stream compresses better than among the others (a chunk interleaves
         # them): the streams' ratios are scaled to what the chunks so far made of the
         # same messages, those on disk and the open ones as they will be compressed.
-        pending = float(sum(len(_compressor(lane)(b''.join(chunk)))
-                            for lane, chunk in self.chunks.items() if chunk))
+        pending = float(sum(_compressed(lane, chunk) for lane, chunk in self.chunks.items()
+                            if chunk))
         on_disk = 0.0
         flushed_count = sum(self.flushed_seen)
         if flushed_count:

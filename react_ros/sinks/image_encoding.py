@@ -21,16 +21,21 @@ float64 millimetres computed from camera z). `png` promises what PNG promises, n
 and the `compressed` plugin's `tiff` format is the one standard codec that keeps a
 32FC1 image bit for bit (`32FC1; tiff compressed `, decoded by cv::imdecode as 32FC1).
 
-Encoding runs on a thread pool shared by the streams, and JPEG in worker processes
-(formats/jpeg_encoder.py: Pillow's JPEG encoder holds the GIL, so threads did not run
-two at once) where there is more than one core: each stream keeps a window of frames
-in flight and yields them in order, so the bag is the same whatever the scheduling
-(Pillow's encoders are deterministic; two runs give identical bytes). After a stop
+Encoding runs on a thread pool shared by the streams: each stream keeps a window of
+frames in flight and yields them in order, so the bag is the same whatever the
+scheduling (the encoders are deterministic; two runs give identical bytes). A camera
+recorded as a video (`decodable`) is decoded here, not through its Image stream, and
+its JPEGs are made from the decoder's 4:2:0 planes by libjpeg-turbo on that pool, which
+it runs on every core (the encoder releases the GIL): no RGB frame, no Image, no copy
+to another process (issue 43). Other JPEGs go to Pillow in worker processes
+(formats/jpeg_encoder.py: Pillow's JPEG encoder holds the GIL) where there is more
+than one core. After a stop
 signal (sinks/output.py) the workers skip what is queued, the reader stops waiting
 within STOP_POLL_S, and the pools are joined when the encoder's `with` block ends.
 """
 from __future__ import annotations
 
+import array
 import os
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -38,14 +43,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterator, Sequence
 
+import numpy as np
 from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import CompressedImage, Image
 
-from react_ros.errors import SinkError
-from react_ros.formats.jpeg_encoder import JpegProcesses
+from react_ros.errors import DatasetFormatError, SinkError
+from react_ros.formats import video
+from react_ros.formats.jpeg_encoder import JpegProcesses, encode_planes
 from react_ros.ros import compressed_image as ci
+from react_ros.ros.msgs import stamp
 from react_ros.sinks.output import STOP_POLL_S, check_stop
-from react_ros.streams import Stream
+from react_ros.streams import Stream, VideoSource
 
 IMAGE = 'sensor_msgs/msg/Image'
 COMPRESSED_IMAGE = 'sensor_msgs/msg/CompressedImage'
@@ -150,14 +158,25 @@ class ImageEncoder:
         return [self.stream(s) if s.msg_type == IMAGE else s for s in streams]
 
     def stream(self, stream: Stream) -> Stream:
-        encoding = _first_encoding(stream) if stream.count != 0 else None
+        # (labels are never encoded lossily: they take the table's PNG)
+        source = stream.video if self.mode == 'jpeg' and decodable(stream) \
+            and not stream.labels else None
+        # (a video's frames are rgb8: no first image needs decoding to know it)
+        encoding = 'rgb8' if source is not None else \
+            _first_encoding(stream) if stream.count != 0 else None
         plan = plan_for(encoding or 'rgb8', self.mode, stream.labels)
         opener = stream.open_from
 
         def open_() -> Iterator[tuple[int, Any]]:
+            if source is not None:
+                return self._from_planes(source, video_frames(source, planes=True))
             return self._encoded(stream.topic, plan, stream.open())
         open_from = None
-        if opener is not None:
+        if source is not None:
+            def open_from(t_ns: int) -> Iterator[tuple[int, Any]]:
+                return self._from_planes(source, video_frames(source, planes=True,
+                                                              from_ns=t_ns))
+        elif opener is not None:
             def open_from(t_ns: int) -> Iterator[tuple[int, Any]]:
                 return self._encoded(stream.topic, plan, opener(t_ns))
         raw = max(stream.approx_bytes - 200, 0)
@@ -166,11 +185,40 @@ class ImageEncoder:
                        approx_bytes=raw // _RATIO[plan.codec] + 200,
                        open_from=open_from)
 
-    def _encoded(self, topic: str, plan: Plan, source: Iterator[tuple[int, Any]]
-                 ) -> Iterator[tuple[int, CompressedImage]]:
+    def _from_planes(self, source: VideoSource, frames: Iterator[tuple[int, Any]]
+                     ) -> Iterator[tuple[int, CompressedImage]]:
+        """The JPEGs of a video's frames, made from the decoder's planes on the pool."""
+        pool = self._checked_pool()
+        quality = self.quality
+
+        def work(frame: Any) -> bytes:
+            check_stop()  # queued before a stop: skipped, the reader is leaving
+            return encode_planes(frame, quality)
+
+        def submit(t_ns: int, frame: Any) -> tuple[int, Future[bytes], Callable[[], Any]]:
+            fut = pool.submit(work, frame)
+
+            def finish() -> CompressedImage:
+                out = CompressedImage()
+                out.header.stamp = stamp(t_ns)
+                out.header.frame_id = source.frame_id
+                out.format = ci.jpeg_format('rgb8')
+                data = array.array('B')
+                data.frombytes(_result(fut))
+                out.data = data
+                return out
+            return t_ns, fut, finish
+        yield from _in_order((submit(t, frame) for t, frame in frames),
+                             WINDOW_PER_WORKER * self.workers, frames)
+
+    def _checked_pool(self) -> ThreadPoolExecutor:
         if self._pool is None:
             raise RuntimeError('ImageEncoder used outside its `with` block')
-        pool = self._pool
+        return self._pool
+
+    def _encoded(self, topic: str, plan: Plan, source: Iterator[tuple[int, Any]]
+                 ) -> Iterator[tuple[int, CompressedImage]]:
+        pool = self._checked_pool()
         quality = self.quality
         jpeg = self._jpeg if plan.transport == ci.COMPRESSED and plan.codec == 'jpeg' else None
 
@@ -210,23 +258,83 @@ class ImageEncoder:
                     raise refused(t_ns, err) from None
             return jpeg_fut, finish
 
-        window: deque[tuple[int, Future[Any], Callable[[], CompressedImage]]] = deque()
-        limit = WINDOW_PER_WORKER * self.workers
-        try:
-            for t_ns, msg in source:
-                window.append((t_ns, *submit(t_ns, msg)))
-                if len(window) >= limit:
-                    t, _fut, finish = window.popleft()
-                    yield t, finish()
-            while window:
+        yield from _in_order(((t_ns, *submit(t_ns, msg)) for t_ns, msg in source),
+                             WINDOW_PER_WORKER * self.workers, source)
+
+
+def _in_order(submitted: Iterator[tuple[int, Future[Any], Callable[[], Any]]], limit: int,
+              source: Iterator[Any]) -> Iterator[tuple[int, Any]]:
+    """(t, finish()) of each (t, future, finish) submitted, in that order, with `limit` of
+    them in flight: so the bag is the same whatever the scheduling. What is in flight is
+    cancelled and `source` closed however the iteration ends."""
+    window: deque[tuple[int, Future[Any], Callable[[], Any]]] = deque()
+    try:
+        for item in submitted:
+            window.append(item)
+            if len(window) >= limit:
                 t, _fut, finish = window.popleft()
                 yield t, finish()
+        while window:
+            t, _fut, finish = window.popleft()
+            yield t, finish()
+    finally:
+        for _, fut, _finish in window:
+            fut.cancel()
+        close: Callable[[], None] | None = getattr(source, 'close', None)
+        if close is not None:
+            close()
+
+
+def decodable(stream: Stream) -> bool:
+    """Whether a sink may decode `stream`'s pixels from its video itself (video_frames):
+    an Image stream backed by a video, each frame published once."""
+    source = stream.video
+    return (source is not None and stream.msg_type == IMAGE
+            and len(np.unique(source.frames)) == len(source.frames))
+
+
+def video_frames(source: VideoSource, planes: bool = False, from_ns: int | None = None
+                 ) -> Iterator[tuple[int, Any]]:
+    """(stamp, pixels) of every message of the Image stream `source` backs (decodable), in
+    the stream's order, decoded here: the rgb24 array the stream's Image holds, or with
+    `planes` what video.decode_yuv420 gives; from the first stamped `from_ns` or later.
+
+    The video is decoded from the keyframe before the first frame wanted to the last
+    one wanted; a video that ends before it is a DatasetFormatError, as it is for the
+    stream itself."""
+    from react_ros.adapters.video_streams import in_stamp_order
+    frames, stamps = np.asarray(source.frames), np.asarray(source.stamps)
+    if from_ns is not None:
+        keep = stamps >= from_ns
+        frames, stamps = frames[keep], stamps[keep]
+    if not len(frames):
+        return
+    order = np.argsort(frames, kind='stable')
+    frames, stamps = frames[order], stamps[order]
+    first, last = int(frames[0]), int(frames[-1])
+    wanted = set(frames.tolist())
+    if first == 0:
+        decoded: Iterator[tuple[int, Any]] = enumerate(
+            (video.decode_yuv420 if planes else video.decode_rgb)(source.path, source.scale))
+    else:
+        decoded = (video.decode_yuv420_from if planes else video.decode_rgb_from)(
+            source.path, first, source.scale)
+
+    def pixels() -> Iterator[Any]:
+        n = -1
+        try:
+            for n, frame in decoded:
+                if n in wanted:
+                    yield frame
+                if n >= last:
+                    return
         finally:
-            for _, fut, _finish in window:
-                fut.cancel()
-            close: Callable[[], None] | None = getattr(source, 'close', None)
+            close = getattr(decoded, 'close', None)
             if close is not None:
                 close()
+        raise DatasetFormatError(source.path, f'video ends after {n + 1} of {last + 1} '
+                                 'frames')
+    yield from in_stamp_order(pixels(), stamps)
 
 
 def _result(fut: Future[Any]) -> Any:
