@@ -62,12 +62,25 @@ def _tree(root: Path) -> list[str]:
 
 
 def _run(capfd: pytest.CaptureFixture[str], args: list[str]) -> tuple[int, str, str]:
+    """Exit status, stdout and stderr of `react-ros ARGS`, run in this process.
+
+    Python warnings that a user's terminal shows on stderr (numpy's "invalid value
+    encountered", any RuntimeWarning or UserWarning) pytest keeps off it: they are caught
+    here under Python's default filters and added to stderr as the lines they would be."""
+    import warnings
     capfd.readouterr()
-    try:
-        code = cli.main(args)
-    except SystemExit as exit_:  # argparse
-        code = exit_.code if isinstance(exit_.code, int) else 2
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.resetwarnings()  # what `python` does by default, not what pytest set up
+        for hidden in (DeprecationWarning, PendingDeprecationWarning, ImportWarning,
+                       ResourceWarning):
+            warnings.simplefilter('ignore', hidden)
+        try:
+            code = cli.main(args)
+        except SystemExit as exit_:  # argparse
+            code = exit_.code if isinstance(exit_.code, int) else 2
     out, err = capfd.readouterr()
+    err += ''.join(f'{w.filename}:{w.lineno}: {w.category.__name__}: {w.message}\n'
+                   for w in caught)
     return code, out, err
 
 
