@@ -103,8 +103,10 @@ class Probe:
             time.sleep(0.05)
 
     def close(self) -> None:
+        # Wait for the spinning thread itself (each spin_once ends within 0.05 s): shutting
+        # the executor down under a spin_once still running hung a loaded run for minutes.
         self._stop.set()
-        self._thread.join(2.0)
+        self._thread.join()
         self.executor.shutdown(timeout_sec=1.0)
         self.node.destroy_node()
         rclpy.try_shutdown(context=self.context)
