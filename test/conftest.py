@@ -42,6 +42,17 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         lease.release()
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    # A library that leaves this process real-time (SVT-AV1 run as root did) makes every
+    # later child inherit it, and busy children then starve the whole run: name the test.
+    policy = os.sched_getscheduler(0)
+    if policy != os.SCHED_OTHER:
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+        pytest.fail(f'{item.nodeid} left the test process with scheduling policy {policy} '
+                    '(not SCHED_OTHER); restored', pytrace=False)
+
+
 def pytest_report_header(config: pytest.Config) -> str:
     lease = config._react_ros_domain  # type: ignore[attr-defined]
     how = 'held by scripts/ros_env.sh' if lease.inherited else 'held by this run'

@@ -15,6 +15,7 @@ import io
 import json
 import math
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +114,36 @@ def _png(img: np.ndarray) -> bytes:
 
 
 def _encode(path: Path, frames: list[np.ndarray], codec: str) -> None:
+    """`frames` into a video at `path`, in a thread of its own.
+
+    SVT-AV1 opened by root turns the thread that opens it into a SCHED_FIFO priority-99
+    thread and leaves it so (its switch to "real time"). Done in the caller's thread, every
+    process the caller starts afterwards inherits that policy: two busy children then own
+    both cores and starve everything else, the caller included (a test suite stalled for
+    its whole time so). A thread that ends with the encoding takes the policy with it.
+    """
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            _encode_here(path, frames, codec)
+        except BaseException as e:  # noqa: BLE001 - handed to the caller's thread
+            failed.append(e)
+
+    thread = threading.Thread(target=run, name='sample-video-encoder')
+    thread.start()
+    thread.join()
+    if failed:
+        raise failed[0]
+
+
+def _ordinary_scheduling() -> None:
+    """This thread back to the default policy, if an encoder changed it."""
+    if os.sched_getscheduler(0) != os.SCHED_OTHER:
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+
+
+def _encode_here(path: Path, frames: list[np.ndarray], codec: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with av.open(str(path), 'w') as c:
         s = c.add_stream(CODECS[codec], rate=FPS)
@@ -124,6 +155,7 @@ def _encode(path: Path, frames: list[np.ndarray], codec: str) -> None:
             frame.pts = n
             for packet in s.encode(frame):
                 c.mux(packet)
+            _ordinary_scheduling()  # the encoder opens on the first frame
         for packet in s.encode():
             c.mux(packet)
 

@@ -136,3 +136,18 @@ def test_without_a_urdf_one_line_says_what_is_missing(v3: Path) -> None:
     episode = open_episode(v3, 'lerobot', EpisodeOptions(episode='0'))
     assert episode.urdf is None
     assert [w for w in episode.warnings if 'no robot model' in w and '--urdf FILE' in w]
+
+
+def test_writing_the_av1_sample_leaves_the_callers_scheduling_alone(tmp_path: Path) -> None:
+    """SVT-AV1 opened by root makes its thread SCHED_FIFO 99; the sample writer keeps that
+    in a thread of its own, so neither the caller nor a process it starts afterwards runs
+    real-time (two busy children of a real-time test run starved a whole machine)."""
+    import os
+    import subprocess
+    import sys
+    before = (os.sched_getscheduler(0), os.sched_getparam(0).sched_priority)
+    write_lerobot_sample(tmp_path / 'ds', episodes=1, duration_s=0.5)
+    assert (os.sched_getscheduler(0), os.sched_getparam(0).sched_priority) == before
+    child = subprocess.run([sys.executable, '-c', 'import os; print(os.sched_getscheduler(0))'],
+                           capture_output=True, text=True, check=True)
+    assert int(child.stdout) == before[0]
