@@ -5,6 +5,10 @@ The suite keeps DDS to itself however it is started (`make test`, or a bare
 discovery is kept on localhost (unless the caller chose a range) and the run
 holds a ROS domain id no other run on this machine holds. Subprocesses inherit
 both through os.environ.
+
+Every Python process the suite starts reports a crash (SIGSEGV, SIGABRT, SIGBUS, SIGFPE,
+SIGILL: signals nobody sent it on purpose) into a folder the run checks at its end: a
+player that crashed fails the run even where its own test only looked at its output.
 """
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ import hashlib
 import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
@@ -34,6 +39,53 @@ def pytest_configure(config: pytest.Config) -> None:
     # A hook, not a fixture: it runs before collection imports the test modules.
     keep_discovery_local()
     config._react_ros_domain = hold_domain()  # type: ignore[attr-defined]
+    config._react_ros_crashes = report_crashes()  # type: ignore[attr-defined]
+
+
+CRASH_DIR_VAR = 'REACT_ROS_TEST_CRASH_DIR'
+# Imported at start-up by every Python process of the run (PYTHONPATH): faulthandler writes
+# the crash's stacks into <pid>.txt. A process started with PYTHONFAULTHANDLER already
+# reports on its own stderr to the test that watches it.
+_SITECUSTOMIZE = """\
+import faulthandler, os, sys
+_dir = os.environ.get('REACT_ROS_TEST_CRASH_DIR')
+if _dir and not os.environ.get('PYTHONFAULTHANDLER'):
+    _crash_report = open(os.path.join(_dir, f'{os.getpid()}.txt'), 'w')
+    faulthandler.enable(_crash_report)
+"""
+
+
+def report_crashes() -> Path:
+    """Make the run's Python subprocesses report crashes into the folder returned."""
+    root = Path(tempfile.mkdtemp(prefix='react_ros_crashes_'))
+    (root / 'site').mkdir()
+    (root / 'site' / 'sitecustomize.py').write_text(_SITECUSTOMIZE)
+    (root / 'reports').mkdir()
+    os.environ['PYTHONPATH'] = os.pathsep.join(
+        filter(None, [str(root / 'site'), os.environ.get('PYTHONPATH')]))
+    os.environ[CRASH_DIR_VAR] = str(root / 'reports')
+    return root
+
+
+def crash_reports() -> dict[Path, str]:
+    """The non-empty crash reports of the run so far."""
+    found = {}
+    for f in Path(os.environ[CRASH_DIR_VAR]).glob('*.txt'):
+        text = f.read_text(errors='replace')
+        if text:
+            found[f] = text
+    return found
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    crashes = crash_reports()
+    for f, text in crashes.items():
+        sys.stderr.write(f'\nprocess {f.stem} of this run crashed:\n{text[-3000:]}\n')
+    if crashes:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    shutil.rmtree(session.config._react_ros_crashes,  # type: ignore[attr-defined]
+                  ignore_errors=True)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
