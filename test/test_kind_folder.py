@@ -1,8 +1,10 @@
 """A new dataset kind is one folder: written at run time, put on REACT_ROS_KINDS_PATH, and
 everything follows with no other edit (issue 26).
 
-The folder is test/data/throwaway_kind/ (a reader with no ROS, an adapter with one option,
-a sample writer, config.yaml, throwaway.rviz) copied to <tmp>/kinds/throwaway/. This process
+The folder is the kit's template, react_ros/kit/template/ (a reader with no ROS, an adapter
+with one option, a sample writer, config.yaml, an RViz file), copied to <tmp>/kinds/throwaway/
+and edited as docs/kinds.md tells a contributor to (the RViz file named after the kind and
+showing its topic, the option renamed, a frame name of its own in config.yaml). This process
 registers it with add_kinds_path; subprocesses (the live player, convert-all's workers, the
 CLI) find it through the variable alone. Then: its option is a CLI flag, a node parameter
 and a launch argument; `sample` and `info` know it; and KindContract runs its bad-input
@@ -23,6 +25,7 @@ import yaml
 from bad_input_support import Accepted, Refused
 from kind_contract import KindContract
 
+import react_ros.kit
 from react_ros import cli
 from react_ros import kinds as kinds_package
 from react_ros.adapters import KINDS, add_kinds_path, open_episode, unregister
@@ -30,9 +33,9 @@ from react_ros.adapters.base import DatasetKind, kind_config
 from react_ros.errors import ReactRosError
 from react_ros.kinds import PATH_VARIABLE
 
-TEMPLATE = Path(__file__).resolve().parent / 'data' / 'throwaway_kind'
+TEMPLATE = Path(react_ros.kit.__file__).parent / 'template'
 NAME = 'throwaway'
-CSV = 'throwaway.csv'
+CSV = 'track.csv'
 SAMPLE_ROWS = 100  # 2 s at 50 Hz, the sample's defaults
 
 
@@ -42,6 +45,19 @@ def _off_the_path(folder: Path) -> None:
         kinds_package.__path__.remove(str(folder.resolve()))
 
 
+def _make_it_ours(kind: Path) -> None:
+    """The template's copy as a contributor leaves it: its own RViz file, option name (options
+    share one namespace over all kinds) and frame name."""
+    adapter = kind / 'adapter.py'
+    adapter.write_text(adapter.read_text().replace('template_scale', f'{NAME}_scale')
+                       .replace('--template-scale', f'--{NAME}-scale'))
+    rviz = kind / 'template.rviz'
+    (kind / f'{NAME}.rviz').write_text(rviz.read_text().replace('/template/', f'/{NAME}/'))
+    rviz.unlink()
+    config = kind / 'config.yaml'
+    config.write_text(config.read_text().replace('body_frame: body', f'body_frame: {NAME}_body'))
+
+
 @pytest.fixture(scope='module', autouse=True)
 def kinds_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """<tmp>/kinds/throwaway/, registered by add_kinds_path (which puts it on
@@ -49,6 +65,7 @@ def kinds_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     assert NAME not in KINDS
     folder = (tmp_path_factory.mktemp('kind_folder') / 'kinds').resolve()
     shutil.copytree(TEMPLATE, folder / NAME, ignore=shutil.ignore_patterns('__pycache__'))
+    _make_it_ours(folder / NAME)
     before = (list(kinds_package.__path__), os.environ.get(PATH_VARIABLE))
     os.environ.pop(PATH_VARIABLE, None)  # put back at teardown
     try:
