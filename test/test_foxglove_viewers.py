@@ -8,11 +8,12 @@ wait here is the scenario itself: a viewer that connects 20 s late.
 """
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import pytest
 
@@ -83,6 +84,23 @@ def _finish(client: Client | None, proc: subprocess.Popen[bytes], log: Path) -> 
     status = _stop(proc)
     assert status == 0, log.read_text()
     assert 'Traceback' not in log.read_text()
+
+
+@contextlib.contextmanager
+def _looping_viewer(episode: Path, tmp_path: Path) -> Iterator[Client]:
+    """`play EPISODE --loop --foxglove` and a viewer subscribed to the statics and cameras;
+    the player must end cleanly after."""
+    port = _free_port()
+    log = tmp_path / 'play.log'
+    proc = _play(episode, log, '--loop', port=port)
+    client = None
+    try:
+        _started(log, proc)
+        client = _connect(port, _n_channels(episode))
+        client.send(op='subscribe', topics=[*STATICS, *CAMERAS])
+        yield client
+    finally:
+        _finish(client, proc, log)
 
 
 def test_a_viewer_20_s_late_gets_the_episode_from_its_first_image(umi_episode: Path,
@@ -172,15 +190,7 @@ def _time_back(previous: list[int]) -> Callable[[dict[str, Any]], bool]:
 def test_a_viewer_keeps_receiving_images_through_a_loop_wrap_and_a_seek(
         umi_episode: Path, tmp_path: Path) -> None:
     images = _episode_images(umi_episode)
-    n_channels = _n_channels(umi_episode)
-    port = _free_port()
-    log = tmp_path / 'play.log'
-    proc = _play(umi_episode, log, '--loop', port=port)
-    client = None
-    try:
-        _started(log, proc)
-        client = _connect(port, n_channels)
-        client.send(op='subscribe', topics=[*STATICS, *CAMERAS])
+    with _looping_viewer(umi_episode, tmp_path) as client:
         gaps = []
         for _ in range(WRAPS):
             times: list[int] = []
@@ -213,23 +223,13 @@ def test_a_viewer_keeps_receiving_images_through_a_loop_wrap_and_a_seek(
         start = next((i for i, (t, _) in enumerate(got) if t == target), None)
         assert start is not None, 'no image at the seek target'
         assert got[start:start + 5] == images[CAMERAS[1]][k:k + 5]
-    finally:
-        _finish(client, proc, log)
 
 
 def test_a_client_that_rejects_the_playback_state_still_gets_everything(
         umi_episode: Path, tmp_path: Path) -> None:
     """Lichtblick's case: @foxglove/ws-protocol's client does not know opcode 5 (playback
     state), reports it and drops it; the stream it subscribed to goes on."""
-    n_channels = _n_channels(umi_episode)
-    port = _free_port()
-    log = tmp_path / 'play.log'
-    proc = _play(umi_episode, log, '--loop', port=port)
-    client = None
-    try:
-        _started(log, proc)
-        client = _connect(port, n_channels)
-        client.send(op='subscribe', topics=[*STATICS, *CAMERAS])
+    with _looping_viewer(umi_episode, tmp_path) as client:
         seen = client.until(lambda ev: ev['ev'] == 'rejected', 20)
         assert 'opcode in binary message: 5' in seen[-1]['text']
         # pause and play from another control: each reply is another state it rejects
@@ -238,8 +238,6 @@ def test_a_client_that_rejects_the_playback_state_still_gets_everything(
         client.send(op='playback', command='play', speed=1.0, seek=None, id='q')
         client.until(lambda ev: ev['ev'] == 'rejected', 10)
         client.until(_each_camera(10), 10)  # decoding goes on; the connection stays open
-    finally:
-        _finish(client, proc, log)
 
 
 def test_foxglove_no_wait_plays_without_a_viewer(umi_episode: Path, tmp_path: Path) -> None:
