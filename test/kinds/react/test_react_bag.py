@@ -15,6 +15,7 @@ from mcap.reader import make_reader
 from mcap_ros2.decoder import DecoderFactory
 from react_support import EPISODE, VIDEOS, column, react_release
 from scipy.spatial.transform import Rotation
+from tf_support import transform_matrix, world_from
 
 from react_ros.formats.video import decode_rgb
 
@@ -114,12 +115,7 @@ def test_poses_forces_and_calibration_values(bag: tuple[Path, Msgs, Any]) -> Non
         cal = json.loads((root / f'calibration/cameras/{v}.json').read_text())
         t = frames[f'view_{v}_optical_frame']
         assert t.header.frame_id == 'world'
-        m = np.eye(4)
-        q = t.transform.rotation
-        m[:3, :3] = Rotation.from_quat([q.x, q.y, q.z, q.w]).as_matrix()
-        m[:3, 3] = [t.transform.translation.x, t.transform.translation.y,
-                    t.transform.translation.z]
-        assert np.allclose(m @ np.array(cal['T_mocap_to_cam']), np.eye(4), atol=1e-9)
+        assert np.allclose(transform_matrix(t) @ np.array(cal['T_mocap_to_cam']), np.eye(4), atol=1e-9)
         info = msgs[f'/view_{v}/camera_info'][0][2]
         assert info.header.frame_id == f'view_{v}_optical_frame'
         assert (info.width, info.height, info.distortion_model) == \
@@ -169,30 +165,12 @@ def test_images_are_the_video_frames(bag: tuple[Path, Msgs, Any]) -> None:
     assert [bytes(m.data) for _, _, m in got] == [f.tobytes() for f in tactile]
 
 
-def _matrix(tf: Any) -> np.ndarray:
-    q, p = tf.transform.rotation, tf.transform.translation
-    m = np.eye(4)
-    m[:3, :3] = Rotation.from_quat([q.x, q.y, q.z, q.w]).as_matrix()
-    m[:3, 3] = [p.x, p.y, p.z]
-    return m
+def _statics(msgs: Msgs) -> list[Any]:
+    return [msg for _, _, msg in msgs['/tf_static']]
 
 
-def _world_from(frame: str, t_ns: int, msgs: Msgs) -> np.ndarray | None:
-    """world_T_frame as a TF user gets it at stamp t_ns: /tf_static, and /tf at exactly t_ns
-    (a lookup at a stamp /tf holds needs no interpolation). None: the chain is broken."""
-    parent = {tf.child_frame_id: (tf.header.frame_id, _matrix(tf))
-              for _, _, msg in msgs['/tf_static'] for tf in msg.transforms}
-    for _, _, msg in msgs['/tf']:
-        if _ns(msg.transforms[0].header.stamp) == t_ns:
-            parent.update({tf.child_frame_id: (tf.header.frame_id, _matrix(tf))
-                           for tf in msg.transforms})
-    out = np.eye(4)
-    while frame != 'world':
-        if frame not in parent:
-            return None
-        frame, m = parent[frame]
-        out = m @ out
-    return out
+def _moving(msgs: Msgs) -> list[Any]:
+    return [msg for _, _, msg in msgs['/tf']]
 
 
 @pytest.mark.parametrize('latency,axis', [(0, 'local_y'), (15, 'local_y'), (15, 'dual_ball')])
@@ -219,8 +197,8 @@ def test_force_target_is_the_pose_on_tf_at_its_stamp_pushed_along_the_force(
         for t, target in targets.items():
             force = forces[t]
             assert force.header.frame_id == f'gel_{s}' and target.header.frame_id == 'world'
-            sensor = _world_from(f'sensor_{s}', t, msgs)
-            gel = _world_from(force.header.frame_id, t, msgs)
+            sensor = world_from(f'sensor_{s}', t, _statics(msgs), _moving(msgs))
+            gel = world_from(force.header.frame_id, t, _statics(msgs), _moving(msgs))
             assert sensor is not None and gel is not None, (s, t)
             f = force.wrench.force
             want = sensor[:3, 3] + gel[:3, :3] @ [f.x, f.y, f.z] / k_n_per_m

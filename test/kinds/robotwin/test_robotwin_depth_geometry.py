@@ -21,17 +21,15 @@ from mcap.reader import make_reader
 from mcap_ros2.decoder import DecoderFactory
 from robotwin_support import EPISODE, robotwin_release
 from scipy.spatial import cKDTree
-from scipy.spatial.transform import Rotation
+from tf_support import world_from
+
+from react_ros.ros.msgs import to_ns
 
 BOUND_MM = 1.0
 WORLD = 'world'
 # encoding -> (dtype, metres per stored unit): REP 118 and depth_image_proc
 UNITS = {'16UC1': (np.uint16, 1e-3), '32FC1': (np.float32, 1.0)}
 Msgs = dict[str, dict[int, Any]]
-
-
-def _ns(stamp: Any) -> int:
-    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
 
 
 @pytest.fixture(scope='module')
@@ -50,30 +48,15 @@ def bag(tmp_path_factory: pytest.TempPathFactory) -> Msgs:
                         '/pointcloud', '/tf', '/tf_static']):
             header = msg.transforms[0].header if channel.topic.startswith('/tf') \
                 else msg.header
-            msgs.setdefault(channel.topic, {})[_ns(header.stamp)] = msg
+            msgs.setdefault(channel.topic, {})[to_ns(header.stamp)] = msg
     return msgs
 
 
-def _matrix(tf: Any) -> np.ndarray:
-    q, p = tf.transform.rotation, tf.transform.translation
-    m = np.eye(4)
-    m[:3, :3] = Rotation.from_quat([q.x, q.y, q.z, q.w]).as_matrix()
-    m[:3, 3] = [p.x, p.y, p.z]
-    return m
-
-
-def world_from(frame: str, t_ns: int, bag: Msgs) -> np.ndarray:
+def world_pose(frame: str, t_ns: int, bag: Msgs) -> np.ndarray:
     """world_T_frame: the TF chain from `frame` up to world, /tf at exactly t_ns."""
-    parent = {tf.child_frame_id: (tf.header.frame_id, _matrix(tf))
-              for msg in bag['/tf_static'].values() for tf in msg.transforms}
-    for tf in bag['/tf'][t_ns].transforms:
-        assert _ns(tf.header.stamp) == t_ns
-        parent[tf.child_frame_id] = (tf.header.frame_id, _matrix(tf))
-    out = np.eye(4)
-    while frame != WORLD:
-        frame, m = parent[frame]  # KeyError: the frame is not connected to world
-        out = m @ out
-    return out
+    pose = world_from(frame, t_ns, bag['/tf_static'].values(), [bag['/tf'][t_ns]], WORLD)
+    assert pose is not None, f'{frame} is not connected to {WORLD} at {t_ns}'
+    return pose
 
 
 def depth_metres(img: Any, wrong_unit: bool = False) -> np.ndarray:
@@ -112,7 +95,7 @@ def frame_errors_mm(bag: Msgs, wrong_unit: bool = False, inverted: bool = False,
         if stored_centres:  # the release's intrinsic_cv as it is stored: centres at u + 0.5
             k[0, 2] += 0.5
             k[1, 2] += 0.5
-        pose = world_from(img.header.frame_id, t, bag)
+        pose = world_pose(img.header.frame_id, t, bag)
         if inverted:
             pose = np.linalg.inv(pose)
         cam = back_project(depth_metres(img, wrong_unit), k)

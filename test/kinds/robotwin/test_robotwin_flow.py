@@ -17,10 +17,11 @@ from typing import Any
 import numpy as np
 import pytest
 from robotwin_support import EP0, EP1, EPISODE, EXTRA0, NO_EXTRA, robotwin_release
-from scipy.spatial.transform import Rotation
+from tf_support import transform_matrix
 
 from react_ros.kinds.robotwin import flow as fl
 from react_ros.kinds.robotwin import hdf5 as rh
+from react_ros.ros.msgs import to_ns
 
 STEP = 4
 GOOD_MM = 2.0  # the document: 0.16-0.43 mm; the sample's rasterised ellipsoids: ~0.5 mm
@@ -124,10 +125,6 @@ def test_visibility_is_in_the_image_unoccluded_and_on_the_same_entity(release: R
 
 # -- the bag ------------------------------------------------------------------------------
 
-def _ns(s: Any) -> int:
-    return int(s.sec) * 1_000_000_000 + int(s.nanosec)
-
-
 @pytest.fixture(scope='module')
 def bag(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp('rt_flow') / 'bag'
@@ -154,7 +151,7 @@ def _decoded(bag: Path) -> dict[str, dict[str, dict[int, Any]]]:
     def put(decoder: str, topic: str, msg: Any) -> None:
         header = msg.markers[0].header if topic.endswith('markers') else \
             msg.transforms[0].header if topic == '/tf' else msg.header
-        out.setdefault(decoder, {}).setdefault(topic, {})[_ns(header.stamp)] = msg
+        out.setdefault(decoder, {}).setdefault(topic, {})[to_ns(header.stamp)] = msg
     with AnyReader([bag]) as reader:
         conns = [c for c in reader.connections if c.topic in want]
         for c, _, raw in reader.messages(connections=conns):
@@ -221,11 +218,7 @@ def test_published_flow_is_flow_py_and_meets_the_published_camera(decoded: dict[
     def pose(t: int) -> np.ndarray:
         (tf,) = [x for x in msgs['/tf'][t].transforms
                  if x.child_frame_id == 'head_camera_optical_frame']
-        q, p = tf.transform.rotation, tf.transform.translation
-        m = np.eye(4)
-        m[:3, :3] = Rotation.from_quat([q.x, q.y, q.z, q.w]).as_matrix()
-        m[:3, 3] = [p.x, p.y, p.z]
-        return m
+        return transform_matrix(tf)
     worst = 0.0
     for i in (0, 7, 15):
         t1, t2 = stamps[i], stamps[i + k]
