@@ -318,8 +318,8 @@ def test_convert_command_writes_png_images(robotwin_release_path: Path, tmp_path
 # -- the encoders on their own ---------------------------------------------------------
 
 def _typed(array: np.ndarray, encoding: str) -> Any:
-    from react_ros.kinds.robotwin.adapter import typed_image
-    return typed_image(array, encoding, 1_000_000_000, 'cam')
+    from react_ros.ros.image import array_image
+    return array_image(array, encoding, 1_000_000_000, 'cam')
 
 
 def test_grey_and_16bit_depth_formats() -> None:

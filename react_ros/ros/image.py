@@ -1,4 +1,4 @@
-"""numpy RGB frames to sensor_msgs/Image with as few copies as rclpy allows."""
+"""numpy arrays to sensor_msgs/Image with as few copies as rclpy allows."""
 from __future__ import annotations
 
 import array
@@ -27,6 +27,23 @@ def rgb_image(frame: np.ndarray, t_ns: int, frame_id: str) -> Image:
     msg.encoding = 'rgb8'
     msg.is_bigendian = 0
     msg.step = msg.width * 3
+    data = array.array('B')
+    data.frombytes(np.ascontiguousarray(frame).data.cast('B'))
+    msg.data = data
+    return msg
+
+
+def array_image(frame: np.ndarray, encoding: str, t_ns: int, frame_id: str) -> Image:
+    """An HxW or HxWxC array under `encoding` (32FC1, 16UC1, 32FC2, ...) in its own byte
+    order; the caller chose an encoding that matches the dtype and channels."""
+    msg = Image()
+    msg.header.stamp = stamp(t_ns)
+    msg.header.frame_id = frame_id
+    msg.height, msg.width = int(frame.shape[0]), int(frame.shape[1])
+    msg.encoding = encoding
+    msg.is_bigendian = int(frame.dtype.byteorder == '>')
+    channels = frame.shape[2] if frame.ndim == 3 else 1
+    msg.step = msg.width * frame.dtype.itemsize * channels
     data = array.array('B')
     data.frombytes(np.ascontiguousarray(frame).data.cast('B'))
     msg.data = data

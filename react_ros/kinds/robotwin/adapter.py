@@ -38,7 +38,7 @@ from react_ros.kinds.robotwin import endpose as ee
 from react_ros.kinds.robotwin import hdf5 as rh
 from react_ros.formats.times import LAST, MAX_NS, check_ns, seconds_to_ns
 from react_ros.options import KindOptions, option
-from react_ros.ros.image import rgb_image
+from react_ros.ros.image import array_image, rgb_image
 from react_ros.ros.msgs import stamp
 from react_ros.ros.tf import tf_message, transform_stamped
 from react_ros.streams import Stream
@@ -662,7 +662,7 @@ class RobotwinAdapter:
 
         def image(fr: rh.Frames, r: int, t: int) -> Image:
             metres = (fr.get(key, r) / 1000.0).astype(np.float32)  # stored millimetres
-            return typed_image(metres, '32FC1', t, frame_id)
+            return array_image(metres, '32FC1', t, frame_id)
 
         def info(r: int, t: int) -> Any:
             return ros_camera_info(cal, r, t, frame_id, (w, h))
@@ -692,7 +692,7 @@ class RobotwinAdapter:
             ids = fr.get(key, r)
             if ids.max(initial=0) > 65535:
                 raise DatasetFormatError(fr.path, f'{key} frame {r} holds ids above 65535')
-            return typed_image(ids.astype(np.uint16), '16UC1', t, 'head_camera_optical_frame')
+            return array_image(ids.astype(np.uint16), '16UC1', t, 'head_camera_optical_frame')
         # ids, not 16UC1 depth: labels, lossless, never compressedDepth
         return self._per_row(f'/head_camera/segmentation/{what}_id/image_raw',
                              'sensor_msgs/msg/Image', image, approx=w * h * 2 + 200,
@@ -830,19 +830,6 @@ def depth_check(fr: rh.Frames, cal: rh.Calibration, i: int, t: int
     return same, later, as_mm
 
 
-def typed_image(array: np.ndarray, encoding: str, t_ns: int, frame_id: str) -> Image:
-    """A single-channel Image (32FC1, 16UC1) in this machine's byte order."""
-    msg = Image()
-    msg.header.stamp = stamp(t_ns)
-    msg.header.frame_id = frame_id
-    msg.height, msg.width = int(array.shape[0]), int(array.shape[1])
-    msg.encoding = encoding
-    msg.is_bigendian = int(array.dtype.byteorder == '>')
-    msg.step = msg.width * array.dtype.itemsize
-    msg.data = np.ascontiguousarray(array).tobytes()
-    return msg
-
-
 def point_cloud(cloud: np.ndarray, t_ns: int, frame_id: str) -> PointCloud2:
     """x y z float32 + rgb packed as RViz reads it (0x00RRGGBB as float32); padding dropped."""
     pts = cloud[rh.cloud_valid(cloud)]
@@ -910,4 +897,4 @@ KIND = DatasetKind(
     read_first=lambda p: p.suffix == '.hdf5' and not p.name.endswith('_extra.hdf5'))
 
 __all__ = ['KIND', 'RobotwinAdapter', 'RobotwinOptions', 'channel_check', 'depth_check',
-           'episodes_below', 'find_episodes', 'point_cloud', 'replay_report', 'typed_image']
+           'episodes_below', 'find_episodes', 'point_cloud', 'replay_report']

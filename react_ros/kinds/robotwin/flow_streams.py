@@ -21,12 +21,13 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 from geometry_msgs.msg import Point
-from sensor_msgs.msg import Image, PointCloud2, PointField
+from sensor_msgs.msg import PointCloud2, PointField
 from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
 
 from react_ros.kinds.robotwin import flow as fl
 from react_ros.kinds.robotwin import hdf5 as rh
+from react_ros.ros.image import array_image
 from react_ros.ros.msgs import stamp
 from react_ros.streams import Stream
 
@@ -74,19 +75,6 @@ class FlowSource:
             return got
 
 
-def _image(array: np.ndarray, encoding: str, t_ns: int) -> Image:
-    msg = Image()
-    msg.header.stamp = stamp(t_ns)
-    msg.header.frame_id = FRAME
-    msg.height, msg.width = int(array.shape[0]), int(array.shape[1])
-    msg.encoding = encoding
-    msg.is_bigendian = int(array.dtype.byteorder == '>')
-    msg.step = int(array.strides[0]) if array.flags.c_contiguous else \
-        int(array.shape[1] * array.itemsize * (array.shape[2] if array.ndim == 3 else 1))
-    msg.data = np.ascontiguousarray(array).tobytes()
-    return msg
-
-
 def flow_streams(src: FlowSource, rows: np.ndarray, t_ns: np.ndarray, steps: list[int],
                  frames: int, size: tuple[int, int]) -> list[Stream]:
     w, h = size
@@ -108,7 +96,7 @@ def _gen(src: FlowSource, rows: np.ndarray, t_ns: np.ndarray, k: int, which: int
         with rh.Frames(src.episode) as ep, rh.Frames(src.extra) as ex:
             for r in rows:
                 t = int(t_ns[r])
-                yield t, _image(src.images(ep, ex, int(r), k)[which], encoding, t)
+                yield t, array_image(src.images(ep, ex, int(r), k)[which], encoding, t, FRAME)
     return gen
 
 
