@@ -251,22 +251,28 @@ class _WriteLog(io.BytesIO):
         return super().write(data)
 
 
-def test_big_uncompressed_payload_is_written_as_it_came() -> None:
-    stream = _WriteLog()
-    payload = bytes(range(256)) * 1024  # 256 KiB: a separate buffer
-    writer = ChunkWriter(stream, chunk_size=1 << 20, compression='lz4')
+def _write_one(stream: io.BytesIO, data: Any, file_compression: str, **channel: Any) -> bytes:
+    """`data` as the only message of a file a ChunkWriter writes into `stream`; the message
+    as a reader checking CRCs reads it back."""
+    writer = ChunkWriter(stream, chunk_size=1 << 20, compression=file_compression)
     try:
         writer.start()
         schema = writer.register_schema('s', 'ros2msg', b'')
-        channel = writer.register_channel('/big', 'cdr', schema, {}, compression='none')
-        writer.add_message(channel, 1, payload, 1)
+        writer.add_message(writer.register_channel('/big', 'cdr', schema, {}, **channel),
+                           1, data, 1)
         writer.finish()
     finally:
         writer.close()
-    assert any(piece is payload for piece in stream.handed)
     stream.seek(0)
     (_, _, m), = make_reader(stream, validate_crcs=True).iter_messages()
-    assert m.data == payload
+    return m.data
+
+
+def test_big_uncompressed_payload_is_written_as_it_came() -> None:
+    stream = _WriteLog()
+    payload = bytes(range(256)) * 1024  # 256 KiB: a separate buffer
+    assert _write_one(stream, payload, 'lz4', compression='none') == payload
+    assert any(piece is payload for piece in stream.handed)
 
 
 def _in_pieces(calls: list[tuple[str, tuple[Any, ...]]], seed: int
@@ -307,19 +313,8 @@ def test_a_big_piece_is_written_as_it_came() -> None:
     """The pixels of an Image in Pieces reach the file's write() themselves, not a copy."""
     stream = _WriteLog()
     pixels = memoryview(bytes(range(256)) * 1024)
-    writer = ChunkWriter(stream, chunk_size=1 << 20, compression='none')
-    try:
-        writer.start()
-        schema = writer.register_schema('s', 'ros2msg', b'')
-        channel = writer.register_channel('/big', 'cdr', schema, {})
-        writer.add_message(channel, 1, Pieces((b'head', pixels)), 1)
-        writer.finish()
-    finally:
-        writer.close()
+    assert _write_one(stream, Pieces((b'head', pixels)), 'none') == b'head' + bytes(pixels)
     assert any(piece is pixels for piece in stream.handed)
-    stream.seek(0)
-    (_, _, m), = make_reader(stream, validate_crcs=True).iter_messages()
-    assert m.data == b'head' + bytes(pixels)
 
 
 def _writer_threads() -> list[threading.Thread]:
