@@ -216,15 +216,19 @@ def test_foxglove_client_receives_and_decodes_the_episode(umi_episode: Path,
                for e in after_seek if _is(IMAGE)(e)]
         assert got == images[k:k + len(got)]
 
+        # How long this machine, now, takes to deliver 10 images playing: the paused window
+        # below is twice that, so a slow machine is watched for longer, never for too short.
+        seen_at = [e['recv'] for e in client.until(_count(_is(IMAGE), 10), 20) if _is(IMAGE)(e)]
+        window = max(0.6, 2 * (seen_at[-1] - seen_at[0]))
         client.send(op='playback', command='pause', speed=1.0, seek=None, id='pause-1')
         paused = client.until(_state('pause-1'), 10)[-1]
         assert paused['status'] == 'paused'
-        time.sleep(0.6)
+        time.sleep(window)
         late = []
         while not client.events.empty():
             late.append(client.events.get())
-        # at most what was on its way (the reply may overtake it); playing, 0.6 s is 36 frames
-        assert len([e for e in late if _is(IMAGE)(e)]) <= 2
+        # at most what was on its way (the reply may overtake it); playing, ~20 images
+        assert len([e for e in late if _is(IMAGE)(e)]) <= 2, f'{window:.2f} s paused'
     finally:
         if client is not None:
             client.close()
@@ -248,6 +252,17 @@ def _advertised(client: Client, n: int) -> list[dict[str, Any]]:
         count += ev['ev'] == 'advertise'
         return count == n
     return client.until(done, 20)
+
+
+def _count(pred: Callable[[dict[str, Any]], bool], n: int) -> Callable[[dict[str, Any]], bool]:
+    """Done at the n-th event for which `pred` holds."""
+    seen = 0
+
+    def done(ev: dict[str, Any]) -> bool:
+        nonlocal seen
+        seen += pred(ev)
+        return seen >= n
+    return done
 
 
 def _images_after(client: Client, request_id: str, n: int) -> list[dict[str, Any]]:

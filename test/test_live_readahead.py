@@ -35,8 +35,21 @@ def test_queue_takes_one_oversized_item() -> None:
     assert q.get(1) == 'big'
 
 
+class _WatchedCondition(threading.Condition):
+    """A Condition that says when someone first waits on it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waited = threading.Event()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waited.set()
+        return super().wait(timeout)
+
+
 def test_queue_cancel_unblocks_both_sides() -> None:
     q = ByteBoundedQueue(10)
+    q._cv = watched = _WatchedCondition()  # to cancel only once the put is blocked
     q.put('a', 10)
     errors = []
 
@@ -48,7 +61,8 @@ def test_queue_cancel_unblocks_both_sides() -> None:
 
     t = threading.Thread(target=put)
     t.start()
-    time.sleep(0.1)
+    assert watched.waited.wait(30), 'the second put never blocked on the full queue'
+    assert t.is_alive() and errors == []
     q.cancel()
     t.join(5)
     assert errors == ['put']
@@ -70,9 +84,13 @@ def _stream(n: int, fail_at: int | None = None, decoded: list[int] | None = None
 def test_readahead_skips_and_bounds() -> None:
     decoded: list[int] = []
     r = ReadAhead(_stream(50, decoded=decoded), from_ns=200, capacity=300, abort=lambda: False)
-    time.sleep(0.3)
-    # 20 frames dropped before 200 ns, then at most 3 of 100 bytes waiting (+1 in hand)
-    assert len(decoded) <= 20 + 3 + 1
+    # 20 frames dropped before 200 ns, then 3 of 100 bytes waiting and 1 in hand: the worker
+    # cannot decode a 25th before the consumer takes one. Wait for the queue to fill, then
+    # no more than those were decoded.
+    deadline = time.monotonic() + 30
+    while (r.queue.nbytes < 300 or len(decoded) < 24) and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert r.queue.nbytes == 300 and len(decoded) == 20 + 3 + 1, (r.queue.nbytes, decoded)
     items = list(r)
     assert [t for t, _ in items] == list(range(200, 500, 10))
     r.close()
