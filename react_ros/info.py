@@ -27,7 +27,8 @@ COMPRESSED_TYPES = ('sensor_msgs/msg/CompressedImage', 'foxglove_msgs/msg/Compre
 
 def median_rate(stamps: np.ndarray | list[int]) -> float | None:
     """1 / the median positive interval: a 10 Hz stream with one gap still reads 10 Hz."""
-    dt = np.diff(np.asarray(stamps, dtype=np.int64))
+    # plain ndarray: numpy's stubs make the diff of int64s timedelta64s
+    dt: np.ndarray = np.diff(np.asarray(stamps, dtype=np.int64))
     dt = dt[dt > 0]
     return float(1e9 / np.median(dt)) if len(dt) else None
 
@@ -147,7 +148,8 @@ _STATUS = {'ok': 'pass', 'OK': 'pass', 'FAIL': 'fail', '--': 'not_checked',
 
 def checks(report: list[str]) -> dict[str, Any]:
     """A kind's report lines as entries: status, text, and what each mistake would read."""
-    verdict, entries = None, []
+    verdict: str | None = None
+    entries: list[dict[str, Any]] = []
     for line in '\n'.join(report).splitlines():  # a kind may put a check and its mistake in one
         if m := _VERDICT.match(line):
             verdict = m.group(1).lower()

@@ -145,10 +145,12 @@ class PlayOptions:
     @classmethod
     def from_args(cls, args: Any) -> PlayOptions:
         """From parsed CLI flags (argparse checked them; lists become tuples)."""
-        return cls(**{opt.name: tuple(v) if isinstance(v := getattr(args, opt.name), list)
-                      else v for opt in PLAY_OPTIONS})
+        values: dict[str, Any] = {
+            opt.name: tuple(v) if isinstance(v := getattr(args, opt.name), list) else v
+            for opt in PLAY_OPTIONS}
+        return cls(**values)
 
-    def for_player(self, **runtime: Any) -> live.PlayOptions:
+    def for_player(self, **runtime: Any) -> live.PlayerSettings:
         """The live player's settings (sinks/live.py names them with their units), plus
         what the entry point decides itself (`runtime`: node_name, keyboard, on_stats)."""
         from react_ros.sinks.live import PlayerSettings

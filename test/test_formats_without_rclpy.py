@@ -1,6 +1,7 @@
 """File readers must work where no ROS 2 is installed (no rclpy, no message packages):
 react_ros.formats (shared) and every kind's own readers (react_ros/kinds/<k>/, all but
-its adapter and sample)."""
+its adapter, its sample and its <name>_streams modules, the adapter's parts that build
+messages)."""
 from __future__ import annotations
 
 import subprocess
@@ -37,7 +38,7 @@ SCRIPT = textwrap.dedent('''
     for kind in pkgutil.iter_modules(react_ros.kinds.__path__):
         package = importlib.import_module(f'react_ros.kinds.{kind.name}')
         for m in pkgutil.iter_modules(package.__path__):
-            if m.name not in ('adapter', 'sample'):
+            if m.name not in ('adapter', 'sample') and not m.name.endswith('_streams'):
                 names.append(f'{kind.name}.{m.name}')
                 importlib.import_module(f'react_ros.kinds.{kind.name}.{m.name}')
     from react_ros.formats import video
@@ -68,13 +69,14 @@ def test_formats_import_and_work_without_rclpy(umi_episode: Path) -> None:
 
 def _readers() -> list[str]:
     """Every module the script must have imported, found from the files: the shared
-    formats and, of each kind's folder, all but adapter.py and sample.py (which build
-    ROS messages), so a new kind's readers are covered with no edit here."""
+    formats and, of each kind's folder, all but adapter.py, sample.py and *_streams.py
+    (which build ROS messages), so a new kind's readers are covered with no edit here."""
     from react_ros.adapters import KINDS
     formats = Path(__file__).resolve().parents[1] / 'react_ros' / 'formats'
     names = [p.stem for p in formats.glob('*.py') if p.stem != '__init__']
     for name, kind in KINDS.items():
         names += [f'{name}.{p.stem}' for p in kind.folder.glob('*.py')
-                  if p.stem not in ('__init__', 'adapter', 'sample')]
+                  if p.stem not in ('__init__', 'adapter', 'sample')
+                  and not p.stem.endswith('_streams')]
     assert any('.' in n for n in names), 'no kind has a reader module: the scan is broken'
     return names

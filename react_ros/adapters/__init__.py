@@ -26,7 +26,8 @@ from react_ros.options import Option, options_of
 def _kinds_in(folders: list[str]) -> tuple[list[DatasetKind], list[str]]:
     """`KIND` of <folder>/<k>/adapter.py for every <k> of the folders, and one line per
     folder that is not a kind (an out-of-tree one: its error must not stop the others)."""
-    found, broken = [], []
+    found: list[DatasetKind] = []
+    broken: list[str] = []
     builtin = Path(_kinds_package.__file__).parent
     # Folder by folder: pkgutil.iter_modules over them all would hide a second <k> silently.
     for folder, module in ((f, m) for f in folders for m in pkgutil.iter_modules([f])):
@@ -55,18 +56,18 @@ def add_kinds_path(folder: Path) -> list[DatasetKind]:
     The folder joins REACT_ROS_KINDS_PATH of this process too: the processes it starts
     (convert-all's workers, the player) find the kind there.
     """
-    folder = str(Path(folder).resolve())
-    added = folder not in _kinds_package.__path__
+    resolved = str(Path(folder).resolve())
+    added = resolved not in _kinds_package.__path__
     if added:
-        _kinds_package.__path__.append(folder)
-    found, broken = _kinds_in([folder])
+        _kinds_package.__path__.append(resolved)
+    found, broken = _kinds_in([resolved])
     if broken:
         if added:
-            _kinds_package.__path__.remove(folder)
+            _kinds_package.__path__.remove(resolved)
         raise ReactRosError(broken[0])
     paths = [d for d in os.environ.get(PATH_VARIABLE, '').split(os.pathsep) if d]
-    if folder not in paths:
-        os.environ[PATH_VARIABLE] = os.pathsep.join([*paths, folder])
+    if resolved not in paths:
+        os.environ[PATH_VARIABLE] = os.pathsep.join([*paths, resolved])
     return [register(k) for k in found]
 
 

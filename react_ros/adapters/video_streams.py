@@ -120,10 +120,10 @@ def video_camera_streams(source: video.VideoInfo | Path | str, stamps: np.ndarra
         for t, frame in in_stamp_order(decoded, sel_t):
             yield t, rgb_image(frame, t, frame_id)
     order = np.argsort(t_rows, kind='stable')  # the order in_stamp_order releases frames in
-    source = VideoSource(info.path, frames[order], t_rows[order], frame_id, image_scale)
+    video_source = VideoSource(info.path, frames[order], t_rows[order], frame_id, image_scale)
     streams = [Stream(f'{prefix}/image_raw', 'sensor_msgs/msg/Image', images, count=len(rows),
                       heavy=True, approx_bytes=size[0] * size[1] * 3 + 200,
-                      video=source, open_from=images_from)]
+                      video=video_source, open_from=images_from)]
     if calibration is None:
         return streams
     calib: Callable[[int], Mapping[str, Any]] = \

@@ -97,7 +97,7 @@ def _kinds_for_help(argv: Sequence[str] | None) -> frozenset[str] | None:
     for i, word in enumerate(words):
         name = word.partition('=')[2] if word.startswith('--kind=') else \
             words[i + 1] if word == '--kind' and i + 1 < len(words) else None
-        if name in KINDS:
+        if name is not None and name in KINDS:
             return frozenset({name})
     for word in words[1:]:  # the first is the command
         if word.startswith('-') or not Path(word).exists():
@@ -141,10 +141,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt as stop:  # Ctrl-C, or a stop signal while writing (Interrupted)
         return _stopped(getattr(stop, 'signum', signal.SIGINT))
     except Exception as err:
-        stop = _interrupt_behind(err)
-        if stop is None:
+        behind = _interrupt_behind(err)
+        if behind is None:
             raise
-        return _stopped(getattr(stop, 'signum', signal.SIGINT))
+        return _stopped(getattr(behind, 'signum', signal.SIGINT))
     # A stop signal during the last rename: the output is whole, but the user asked to stop.
     return _stopped(signal.SIGINT) if stop_requested() else status
 

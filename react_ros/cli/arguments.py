@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from react_ros.adapters import KINDS, kind_options
 from react_ros.errors import ReactRosError
@@ -82,7 +83,7 @@ def add_option(p: argparse.ArgumentParser | argparse._ArgumentGroup, opt: Option
         p.add_argument(*flags, dest=opt.name, action=action, default=opt.default,
                       help=help_text)
         return
-    shape: dict[str, object] = {}
+    shape: dict[str, Any] = {}  # add_argument's nargs and const
     if opt.type is tuple:
         shape['nargs'] = '+'
     elif opt.const is not None:  # the flag alone means `const`

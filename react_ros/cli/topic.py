@@ -102,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.action == 'list':
             return _list(session)
+        assert topic is not None  # _checked returns None for `list` only
         if args.action == 'echo':
             return _echo(session, topic, args)
         return _hz(session, topic, args)

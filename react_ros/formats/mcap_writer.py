@@ -25,6 +25,7 @@ import struct
 import threading
 import zlib
 from collections import defaultdict
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import IO, Any
 
@@ -33,8 +34,8 @@ import zstandard
 from mcap.data_stream import RecordBuilder
 from mcap.opcode import Opcode
 from mcap.records import (
-    Channel, ChunkIndex, DataEnd, Footer, Header, MessageIndex, Metadata, MetadataIndex,
-    Schema, Statistics, SummaryOffset,
+    Channel, ChunkIndex, DataEnd, Footer, Header, McapRecord, MessageIndex, Metadata,
+    MetadataIndex, Schema, Statistics, SummaryOffset,
 )
 
 from react_ros.formats.write_behind import WriteBehind
@@ -434,9 +435,10 @@ class ChunkWriter:
         start = self._position
         summary = RecordBuilder()
         offsets: list[SummaryOffset] = []
-        groups = [
+        channels = sorted(self._channels.values(), key=lambda c: c.id)
+        groups: list[tuple[Opcode, Sequence[McapRecord]]] = [
             (Opcode.SCHEMA, list(self._schemas.values())),
-            (Opcode.CHANNEL, sorted(self._channels.values(), key=lambda c: c.id)),
+            (Opcode.CHANNEL, channels),
             (Opcode.STATISTICS, [self._stats]),
             (Opcode.CHUNK_INDEX, self._chunk_indexes),
             (Opcode.ATTACHMENT_INDEX, []),

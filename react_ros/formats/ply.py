@@ -56,11 +56,12 @@ def ply_bounds(path: Path) -> tuple[np.ndarray, np.ndarray]:
         raise DatasetFormatError(path, 'PLY: the mesh has no vertices')
     cols = [names.index(c) for c in 'xyz']
     try:
-        if _FORMATS[fmt] is None:
+        order = _FORMATS[fmt]
+        if order is None:
             lines = raw[body_start:].decode('ascii').splitlines()[:count]
             xyz = np.array([[float(line.split()[c]) for c in cols] for line in lines])
         else:
-            dtype = np.dtype([(n, _FORMATS[fmt] + t) for n, t in props])
+            dtype = np.dtype([(n, order + t) for n, t in props])
             verts = np.frombuffer(raw, dtype=dtype, count=count, offset=body_start)
             xyz = np.stack([verts[c].astype(float) for c in 'xyz'], axis=1)
     except (ValueError, IndexError, UnicodeDecodeError):

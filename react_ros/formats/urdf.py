@@ -74,6 +74,12 @@ def _floats(text: str | None, n: int, what: str, default: tuple[float, ...]) -> 
     return values
 
 
+def _vec3(text: str | None, what: str,
+          default: tuple[float, float, float]) -> tuple[float, float, float]:
+    x, y, z = _floats(text, 3, what, default)
+    return x, y, z
+
+
 def _float(el: ET.Element, attr: str, what: str, default: float) -> float:
     return _floats(el.get(attr), 1, f'{what} {attr}', (default,))[0]
 
@@ -93,17 +99,18 @@ def _joint(el: ET.Element) -> Joint:
     origin = el.find('origin')
     xyz = rpy = (0.0, 0.0, 0.0)
     if origin is not None:
-        xyz = _floats(origin.get('xyz'), 3, f'joint {name!r} origin xyz', xyz)
-        rpy = _floats(origin.get('rpy'), 3, f'joint {name!r} origin rpy', rpy)
+        xyz = _vec3(origin.get('xyz'), f'joint {name!r} origin xyz', xyz)
+        rpy = _vec3(origin.get('rpy'), f'joint {name!r} origin rpy', rpy)
     axis_el = el.find('axis')
     axis = (1.0, 0.0, 0.0)
     if axis_el is not None:
-        axis = _floats(axis_el.get('xyz'), 3, f'joint {name!r} axis', axis)
+        axis = _vec3(axis_el.get('xyz'), f'joint {name!r} axis', axis)
         norm = math.sqrt(sum(a * a for a in axis))
         if jtype in ('revolute', 'continuous', 'prismatic') and norm < 1e-12:
             raise _Bad(f'joint {name!r} has a zero axis')
         if norm > 0:
-            axis = tuple(a / norm for a in axis)  # urdfdom normalises too
+            x, y, z = axis
+            axis = (x / norm, y / norm, z / norm)  # urdfdom normalises too
     mimic_el = el.find('mimic')
     mimic = None
     if mimic_el is not None:

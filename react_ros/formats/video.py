@@ -48,7 +48,8 @@ def _open(path: Path, decode: bool = True) -> av.container.InputContainer:
     if not path.is_file():
         raise DatasetFormatError(path, 'video file is missing')
     try:
-        container = av.open(str(path), mode='r',
+        # PyAV's stubs say list[str]; stream_options takes one dict per stream
+        container = av.open(str(path), mode='r',  # type: ignore[call-overload]
                             stream_options=None if decode else _DEMUX_ONLY)
     except _AV_ERRORS as exc:
         raise DatasetFormatError(path, f'not a readable video ({_why(exc)})') from None

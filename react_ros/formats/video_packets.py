@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Generator, Iterable, Iterator, cast
 
 import av
 import numpy as np
@@ -82,7 +82,8 @@ def has_b_frames(path: Path | str) -> bool:
     finally:
         container.close()
     if None not in pts:
-        return any(b <= a for a, b in zip(pts, pts[1:]))
+        stamped = cast('list[int]', pts)  # `not in` narrows no list for mypy
+        return any(b <= a for a, b in zip(stamped, stamped[1:]))
     # A raw stream has no timestamps to compare; the decoder's reorder delay, found
     # by decoding its first frames as a full open does, tells.
     container = _open(path)
@@ -119,7 +120,7 @@ def _presentation_index(pts: list[int | None]) -> list[int]:
     return index
 
 
-def read_packets(path: Path | str) -> Iterator[Packet]:
+def read_packets(path: Path | str) -> Generator[Packet, None, None]:
     """Yield one Packet per frame, lazily, in decode (file) order.
 
     A first demux pass (no decoding) ranks the frames by pts, so each packet
@@ -251,7 +252,7 @@ class _ParameterSets:
 
 
 def encode_h264(frames: Iterable[np.ndarray], fps: float, *, crf: int = 18,
-                preset: str = 'veryfast', gop: int | None = None) -> Iterator[Packet]:
+                preset: str = 'veryfast', gop: int | None = None) -> Generator[Packet, None, None]:
     """Encode RGB uint8 HxWxC frames to H.264 without B-frames: packet n is frame n.
 
     Keyframes fall on frames 0, gop, 2*gop, ... (default gop: about one
@@ -328,7 +329,7 @@ def _yuv(rgb: np.ndarray, width: int, height: int) -> av.VideoFrame:
 
 
 def reencode_h264(path: Path | str, *, crf: int = 18, preset: str = 'veryfast',
-                  gop: int | None = None) -> Iterator[Packet]:
+                  gop: int | None = None) -> Generator[Packet, None, None]:
     """Decode `path` and encode it again without B-frames; frame n stays frame n."""
     path = Path(path)
     container = _open(path)

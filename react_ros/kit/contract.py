@@ -116,7 +116,7 @@ class KindContract:
 
     def test_streams_are_sorted_on_one_time_base(self, episode: Episode) -> None:
         assert 0 < episode.start_ns <= episode.end_ns <= MAX_NS
-        topics = Counter()
+        topics: Counter[str] = Counter()
         for stream in episode.streams:
             stamps = [t for t, _ in stream.open()]
             assert stamps == sorted(stamps), stream.topic
@@ -281,7 +281,7 @@ def _bag_messages(bag: Path) -> dict[str, dict[int, list[Any]]]:
     out: dict[str, dict[int, list[Any]]] = {}
     with AnyReader([bag]) as reader:
         for connection, t, raw in reader.messages():
-            msg = deserialize_message(bytes(raw), message_class(connection.msgtype))
+            msg: Any = deserialize_message(bytes(raw), message_class(connection.msgtype))
             out.setdefault(connection.topic, {}).setdefault(t, []).append(msg)
     return out
 

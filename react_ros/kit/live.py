@@ -74,7 +74,7 @@ class Listener:
             self.spin_for(1.0)
         return seen
 
-    def call(self, srv_name: str, srv_type: type, timeout: float = 20.0, **fields: Any) -> Any:
+    def call(self, srv_name: str, srv_type: Any, timeout: float = 20.0, **fields: Any) -> Any:
         """Call a service; one client per service, kept for the next calls.
 
         A client is ready once it has matched the server, but the server may match
@@ -82,6 +82,7 @@ class Listener:
         that is lost (rmw_fastrtps waits 100 ms for it; a busy machine took longer).
         So a new client waits half a second more before its first request.
         """
+        # srv_type: a generated service class; rosidl declares no type for its Request
         client = self._clients.get(srv_name)
         if client is None:
             client = self._clients[srv_name] = self.node.create_client(srv_type, srv_name)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Callable
+from typing import AbstractSet, Any, Callable
 from urllib.parse import unquote, urlparse
 
 import numpy as np
@@ -220,9 +220,9 @@ class Drawn:
 
 
 def draw_scene(img: PilImage.Image, view: View, state: State, tf_edges: dict[str, str],
-               frames: set[str], skip_frames: set[str] = frozenset(),
+               frames: set[str], skip_frames: AbstractSet[str] = frozenset(),
                cloud_limits: tuple[float, float] | None = None,
-               static_frames: set[str] = frozenset()) -> Drawn:
+               static_frames: AbstractSet[str] = frozenset()) -> Drawn:
     """Everything in view at state.t_ns, bottom to top: point clouds, TF links, TF axes,
     poses, keypoints, forces, markers; labels last."""
     out = Drawn()
@@ -256,8 +256,9 @@ def draw_scene(img: PilImage.Image, view: View, state: State, tf_edges: dict[str
             p.label(origin[0], topic.rsplit('/', 1)[-1] if topic.count('/') < 2 else
                     topic.strip('/').split('/')[0], POSE, POSE_PRIORITY)
     for topic, frame, pts, _ in state.keypoints:
-        cam = view.to_cam(frame, pts)
-        if cam is not None and _drew(p, lambda: p.dots(cam, KEYPOINT, radius=2)):
+        # a name of its own: `cam`, assigned again below, loses its narrowing in the lambda
+        cam_pts = view.to_cam(frame, pts)
+        if cam_pts is not None and _drew(p, lambda: p.dots(cam_pts, KEYPOINT, radius=2)):
             out.overlays.append(f'keypoints {topic}')
     for topic, frame, force, _ in state.wrenches:
         cam = view.to_cam(frame, np.stack([np.zeros(3), force * NEWTONS_TO_M]))

@@ -12,7 +12,7 @@ depends only on the data, never on how a video decoded.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from PIL import ImageDraw
@@ -78,7 +78,9 @@ def place(draw: ImageDraw.ImageDraw, labels: list[Label], occupied: np.ndarray,
         if lab.text in seen:  # one label a name: a pose and its TF frame say it once
             continue
         seen.add(lab.text)
-        box = draw.textbbox((0, 0), lab.text, font=font, stroke_width=STROKE)
+        # Pillow types the box as floats; from the origin it is whole pixels
+        box = cast('tuple[int, int, int, int]',
+                   draw.textbbox((0, 0), lab.text, font=font, stroke_width=STROKE))
         w, h = box[2] - box[0], box[3] - box[1]
         best: tuple[float, tuple[int, int, int, int], bool] | None = None
         for rank, (x, y, leader) in enumerate(_candidates(*lab.anchor, w, h, lab.beside)):

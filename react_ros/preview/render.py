@@ -45,7 +45,7 @@ def fit(img: PilImage.Image, height: int) -> tuple[PilImage.Image, float]:
     if img.height <= height:
         return img, 1.0
     s = height / img.height
-    return img.resize((max(1, round(img.width * s)), height), PilImage.BILINEAR), s
+    return img.resize((max(1, round(img.width * s)), height), PilImage.Resampling.BILINEAR), s
 
 
 def camera_model(scene: Scene, cam: Camera, t_ns: int, size: tuple[int, int]
@@ -116,9 +116,9 @@ def with_colour_bar(img: PilImage.Image, scale: Scale) -> PilImage.Image:
         out.paste(tuple(int(v) for v in c), (x, y, x + BAR_W, y + 1))
     d = ImageDraw.Draw(out)
     for v, text in zip(ticks, texts):
-        y = bottom - 1 - (v - scale.lo) / max(scale.hi - scale.lo, 1e-12) * (bottom - 1 - top)
-        d.line([(x + BAR_W, y), (x + BAR_W + 2, y)], fill=(230, 230, 230))
-        d.text((x + BAR_W + 4, min(max(y - 6, 0), img.height - 12)), text, fill=(230, 230, 230),
+        ty = bottom - 1 - (v - scale.lo) / max(scale.hi - scale.lo, 1e-12) * (bottom - 1 - top)
+        d.line([(x + BAR_W, ty), (x + BAR_W + 2, ty)], fill=(230, 230, 230))
+        d.text((x + BAR_W + 4, min(max(ty - 6, 0), img.height - 12)), text, fill=(230, 230, 230),
                font=f)
     return out
 
@@ -191,22 +191,22 @@ class Overview:
         centre = (lo + hi) / 2
         self.centre = centre
         self.radius = max(0.05, float(np.linalg.norm(hi - lo)) / 2)
-        f = 0.9 * size[0]
+        focal = 0.9 * size[0]
         direction = self.DIRECTION / np.linalg.norm(self.DIRECTION)
         # The nearest eye from which every point fits: the spans shrink as it backs away.
         near, far = self.radius * 0.2, self.radius * 400
         for _ in range(50):
             mid = (near + far) / 2
-            if self._fits(p, centre + direction * mid, centre, f, size):
+            if self._fits(p, centre + direction * mid, centre, focal, size):
                 far = mid
             else:
                 near = mid
         self.root_T_cam = look_at(centre + direction * far, centre)
-        self.model = pinhole(size[0], size[1], f)
+        self.model = pinhole(size[0], size[1], focal)
         a, b = self._normalised(p, self.root_T_cam)
         k = self.model.k.copy()  # the content's middle at the picture's middle
-        k[0, 2] = size[0] / 2 - f * (a.min() + a.max()) / 2
-        k[1, 2] = size[1] / 2 - f * (b.min() + b.max()) / 2
+        k[0, 2] = size[0] / 2 - focal * (a.min() + a.max()) / 2
+        k[1, 2] = size[1] / 2 - focal * (b.min() + b.max()) / 2
         self.model = CameraModel(size[0], size[1], k, self.model.d, 'pinhole')
 
     def _content(self, scene: Scene, moments: list[int]) -> np.ndarray:

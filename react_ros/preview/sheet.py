@@ -65,7 +65,8 @@ def is_periodic(times: np.ndarray) -> bool:
     """
     if len(times) < 8:
         return False
-    dt = np.diff(np.asarray(times, dtype=np.int64))
+    # plain ndarray: numpy's stubs make the diff of int64s timedelta64s
+    dt: np.ndarray = np.diff(np.asarray(times, dtype=np.int64))
     dt = dt[dt > 0]
     if len(dt) < 7:
         return False

@@ -3,7 +3,7 @@ and poses of each topic (while still current), and the point cloud nearest t."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -104,7 +104,7 @@ def cloud_xyz(msg: Any, limit: int = 40_000) -> np.ndarray:
     fields = {f.name: f for f in msg.fields}
     if not all(k in fields for k in 'xyz'):
         return np.zeros((0, 3))
-    order = '>' if msg.is_bigendian else '<'
+    order: Literal['>', '<'] = '>' if msg.is_bigendian else '<'
     n = int(msg.width) * int(msg.height)
     step = int(msg.point_step)
     if n == 0 or step == 0:

@@ -57,6 +57,12 @@ class Settled:
     unmatched: tuple[str, ...] = ()  # when the bound ran out
 
 
+def _sleep(s: float) -> bool:
+    """The default `sleep`: waits, never reports a stop."""
+    time.sleep(s)
+    return False
+
+
 def settle(snapshot: Callable[[], Snapshot], timeout: float, quiet_s: float = QUIET_S, *,
            born: float | None = None, min_age_s: float = MIN_AGE_S, poll_s: float = POLL_S,
            on_poll: Callable[[], None] | None = None,
@@ -69,7 +75,7 @@ def settle(snapshot: Callable[[], Snapshot], timeout: float, quiet_s: float = QU
     when the wait should end (a stop); `on_poll()` runs once per poll (the
     player holds /clock with it).
     """
-    sleep = sleep or (lambda s: bool(time.sleep(s)))
+    sleep = sleep or _sleep
     start = now()
     born = start if born is None else born
     last_sig: Hashable = object()
@@ -100,7 +106,7 @@ def wait_until(done: Callable[[], bool], timeout: float, *,
     `on_slow(waited_s)` runs once `slow_s` passed and then every `slow_every_s`: a
     slow machine is not an error, but the user should see why nothing happens.
     """
-    sleep = sleep or (lambda s: bool(time.sleep(s)))
+    sleep = sleep or _sleep
     start = now()
     next_slow = start + slow_s
     while not done():

@@ -26,9 +26,10 @@ class PlayerServices(Session):
         super().__init__(prog, player, timeout)
         self._clients: dict[str, Any] = {}
 
-    def call(self, name: str, srv_type: type, *, idempotent: bool = True,
+    def call(self, name: str, srv_type: Any, *, idempotent: bool = True,
              answer_s: float | None = None, **fields: Any) -> Any:
         """The response of /<player>/<name>; ReactRosError when nothing answers in time."""
+        # srv_type: a generated service class; rosidl declares no type for its Request
         path = f'/{self.player}/{name}'
         client = self._clients.get(name)
         if client is None:

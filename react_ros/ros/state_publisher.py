@@ -42,7 +42,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 import rclpy
 from rclpy.clock import JumpThreshold, TimeJump
@@ -61,6 +61,9 @@ from react_ros.ros.msgs import to_ns
 from react_ros.ros.robot_state import RobotModel
 from react_ros.ros.stop_signals import StopSignals
 from react_ros.ros.tf import tf_message
+
+if TYPE_CHECKING:
+    from rclpy.subscription import MessageInfo
 
 NODE_NAME = 'robot_state_publisher'
 JOINT_STATES = '/joint_states'
@@ -121,8 +124,12 @@ class StatePublisher:
             (self.tf_pub, 'tf2_msgs/msg/TFMessage', qos.TF),
             (self.static_pub, 'tf2_msgs/msg/TFMessage', qos.LATCHED),
             (self.description_pub, 'std_msgs/msg/String', qos.LATCHED)])
-        return discovery.settle(probe, timeout, born=born,
-                                sleep=lambda s: bool(time.sleep(s)) or stopped())
+
+        def sleep(s: float) -> bool:
+            time.sleep(s)
+            return stopped()
+
+        return discovery.settle(probe, timeout, born=born, sleep=sleep)
 
     def _publish_latched(self) -> None:
         self.description_pub.publish(String(data=self.model.urdf_text))
@@ -151,14 +158,14 @@ class StatePublisher:
         self.static_pub.publish(self._prefixed(tf_message(self.model.static_transforms(now))))
 
     # (two parameters: rclpy then passes the sample's MessageInfo)
-    def _on_reliable(self, msg: JointState, info: dict) -> None:
+    def _on_reliable(self, msg: JointState, info: MessageInfo) -> None:
         self._on_joint_state(msg)
 
-    def _on_best_effort(self, msg: JointState, info: dict) -> None:
+    def _on_best_effort(self, msg: JointState, info: MessageInfo) -> None:
         if not self._reliable_writer(info):
             self._on_joint_state(msg)
 
-    def _reliable_writer(self, info: dict) -> bool:
+    def _reliable_writer(self, info: MessageInfo) -> bool:
         """Whether the sample's writer is reliable, so the reliable subscription has it too."""
         gid = bytes((info.get('publisher_gid') or {}).get('data', b''))
         if gid not in self._writers:

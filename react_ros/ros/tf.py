@@ -1,7 +1,7 @@
 """Builders for TF messages; quaternions are always ROS order (x, y, z, w)."""
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Iterable
 
 from geometry_msgs.msg import TransformStamped
 from tf2_msgs.msg import TFMessage
@@ -9,8 +9,8 @@ from tf2_msgs.msg import TFMessage
 from react_ros.ros.msgs import stamp
 
 
-def transform_stamped(parent: str, child: str, t_ns: int, translation: Sequence[float],
-                      quat_xyzw: Sequence[float]) -> TransformStamped:
+def transform_stamped(parent: str, child: str, t_ns: int, translation: Iterable[float],
+                      quat_xyzw: Iterable[float]) -> TransformStamped:
     ts = TransformStamped()
     ts.header.stamp = stamp(t_ns)
     ts.header.frame_id = parent

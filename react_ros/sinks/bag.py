@@ -23,7 +23,7 @@ import os
 import struct
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, cast
 
@@ -295,7 +295,9 @@ def _open(streams: Sequence[Stream], readers: list[ReadAhead]
             opened.append(s.open())
             continue
         if decodable(s):  # the decoder's pixels into the bag, no Image built on the way
-            s = dataclasses.replace(s, open=lambda v=s.video: _raw_frames(v))
+            video = s.video
+            assert video is not None  # decodable: backed by a video
+            s = dataclasses.replace(s, open=partial(_raw_frames, video))
 
         def prepare(msg: Any, stream: Stream = s) -> Any:
             if isinstance(msg, (bytes, Pieces)):

@@ -89,7 +89,7 @@ class ReadAhead:
     """
 
     def __init__(self, stream: Stream, from_ns: int | None, capacity: int,
-                 abort: Callable[[], bool], prepare: Callable[[Any], Any] | None = None
+                 abort: Callable[[], object], prepare: Callable[[Any], Any] | None = None
                  ) -> None:
         self.stream = stream
         self.from_ns = from_ns

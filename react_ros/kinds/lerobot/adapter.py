@@ -121,9 +121,12 @@ class LeRobotAdapter:
             elif f.is_image:
                 name = key.split('.')[-1]
                 prefix = '/' + camera_name(key)
+
+                # A def, not a lambda: mypy cannot infer a lambda with a default argument.
+                def frames(key: str = key) -> Iterator[np.ndarray]:
+                    return images(self.info, self.ep, key)
                 out += still_camera_streams(
-                    prefix, self._frame_id(name), self.t_ns,
-                    lambda key=key: images(self.info, self.ep, key),
+                    prefix, self._frame_id(name), self.t_ns, frames,
                     image_size(self.info, self.ep, key), image_scale=self.options.image_scale,
                     what=f'{key} of {self.ep.data.name}')
         return out

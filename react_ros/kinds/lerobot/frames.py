@@ -25,7 +25,9 @@ def check_codec(path: Path) -> str:
     if not path.is_file():
         raise DatasetFormatError(path, 'video file is missing')
     try:
-        with av.open(str(path), mode='r', stream_options=[{'skip_frame': 'all'}]) as c:
+        # PyAV's stubs type stream_options as list[str]; it takes one dict per stream
+        with av.open(str(path), mode='r',  # type: ignore[call-overload]
+                     stream_options=[{'skip_frame': 'all'}]) as c:
             if not c.streams.video:
                 raise DatasetFormatError(path, 'file holds no video stream')
             ctx = c.streams.video[0].codec_context  # None: FFmpeg knows no such codec
@@ -64,7 +66,9 @@ def _decodable(name: str) -> bool:
 def frame_times_s(path: Path) -> tuple[np.ndarray, float]:
     """Every frame's presentation time (s, from the file's start) and the file's end."""
     pts = np.asarray(video.frame_pts(path), dtype=np.int64)
-    with av.open(str(path), mode='r', stream_options=[{'skip_frame': 'all'}]) as c:
+    # PyAV's stubs type stream_options as list[str]; it takes one dict per stream
+    with av.open(str(path), mode='r',  # type: ignore[call-overload]
+                 stream_options=[{'skip_frame': 'all'}]) as c:
         s = c.streams.video[0]
         tb = s.time_base or Fraction(1, 1)
         start = s.start_time or 0

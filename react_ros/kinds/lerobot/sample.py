@@ -17,7 +17,7 @@ import math
 import os
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import av
 import numpy as np
@@ -33,7 +33,8 @@ JOINTS = ('shoulder_pan.pos', 'shoulder_lift.pos', 'elbow_flex.pos', 'wrist_flex
           'wrist_roll.pos', 'gripper.pos')
 TASKS = ('Pick up the red cube and place it in the bin.', 'Push the cube to the left.')
 TOP, WRIST = 'observation.images.top', 'observation.images.wrist'
-CODECS = {'av1': 'libsvtav1', 'h264': 'libx264'}
+# Literal names: PyAV's stubs type add_stream of a known video codec as a VideoStream
+CODECS: dict[str, Literal['libsvtav1', 'libx264']] = {'av1': 'libsvtav1', 'h264': 'libx264'}
 BITS = 8
 
 

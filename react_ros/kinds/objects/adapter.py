@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Iterator
+from typing import Any, ClassVar, Iterator, Sequence, cast
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -334,8 +334,10 @@ class ObjectsAdapter:
             if self._has_rb(inst):
                 rb_in_obj = np.linalg.inv(inst.t_rb_obj)
                 q = Rotation.from_matrix(rb_in_obj[:3, :3]).as_quat()
+                # transform_stamped takes any sequence of numbers; a numpy row is one
+                translation = cast(Sequence[float], rb_in_obj[:3, 3])
                 transforms.append(transform_stamped(inst.name, f'{inst.name}_rigid_body', t0,
-                                                    rb_in_obj[:3, 3], q))
+                                                    translation, q))
         if not transforms:
             return None
 

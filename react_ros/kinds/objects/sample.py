@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from scipy.spatial.transform import Rotation
@@ -148,7 +149,7 @@ class _Release:
     def _instances(self) -> list[dict]:
         t, d, n = self.t, self.t[-1], self.frames
         ones = np.ones(n, bool)
-        out = []
+        out: list[dict[str, Any]] = []
         # BigBox0: carried.
         lift = _smooth(t, 0.3 * d, 0.45 * d) - _smooth(t, 0.7 * d, 0.85 * d)
         travel = _smooth(t, 0.3 * d, 0.85 * d)

@@ -231,8 +231,8 @@ def conformance_report(table: Table, poses: dict[str, np.ndarray], cams: dict[st
              'from timestamp',
              f'assuming {ASSUMED_HZ:g} Hz, the last row at {assumed:.3f} s instead of '
              f'{span:.3f} s ({1000 * (assumed - span):+.0f} ms)')
-    for good, text, would in gel_lines(table, poses, targets or table.target, gels):
-        line(good, text, would)
+    for gel_line in gel_lines(table, poses, targets or table.target, gels):
+        line(*gel_line)
     line(*world_offset_line(ref, cams, gel, offset_m))
     if date:
         lines.extend(f'--   {text}' for text in residual_lines(date))

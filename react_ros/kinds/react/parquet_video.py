@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.spatial.transform import Rotation
 
 from react_ros.errors import DatasetFormatError
@@ -90,7 +91,7 @@ def project(t_mocap_to_cam: np.ndarray, k: np.ndarray, dist: Sequence[float],
     return np.stack([k[0, 0] * xd + k[0, 1] * yd + k[0, 2], k[1, 1] * yd + k[1, 2]], axis=1)
 
 
-def gel_centres_world(poses: np.ndarray, gel_centre_mm: Sequence[float]) -> np.ndarray:
+def gel_centres_world(poses: np.ndarray, gel_centre_mm: ArrayLike) -> np.ndarray:
     """The gel centre (sensor rigid frame, mm) in the world for each Nx7 pose (m)."""
     local = np.asarray(gel_centre_mm, dtype=float) / 1000.0
     poses = np.asarray(poses, dtype=float).reshape(-1, 7)
@@ -102,7 +103,7 @@ def gel_centres_world(poses: np.ndarray, gel_centre_mm: Sequence[float]) -> np.n
     return out
 
 
-def virtual_targets(poses: np.ndarray, force_n: np.ndarray, axis_in_rigid: Sequence[float]
+def virtual_targets(poses: np.ndarray, force_n: np.ndarray, axis_in_rigid: ArrayLike
                     ) -> np.ndarray:
     """DexForce virtual targets: each pose pushed F/k along the gel axis (format document 2).
 

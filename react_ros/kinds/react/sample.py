@@ -19,7 +19,7 @@ import datetime
 import json
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import av
 import numpy as np
@@ -47,10 +47,17 @@ CAMERA_OFFSETS = {'left': (-0.55, -0.45, 0.45), 'middle': (0.0, -0.70, 0.45),
                   'right': (0.55, -0.45, 0.45)}
 CALIB_SIZE = (640, 480)
 DIST = [0.04, -0.08, 0.0008, -0.0005, 0.015]  # plumb_bob k1, k2, p1, p2, k3
-GEL = {'left': {'gel_centre_mm': [2.0, -24.0, 6.0], 'depth_offset_mm': -5.0,
-                'tilt': ('x', 21.2)},
-       'right': {'gel_centre_mm': [-1.5, -23.0, 5.0], 'depth_offset_mm': 0.0,
-                 'tilt': ('z', 22.4)}}
+
+
+class _GelSpec(TypedDict):
+    gel_centre_mm: list[float]
+    depth_offset_mm: float
+    tilt: tuple[str, float]  # (euler axis, degrees) that turn local -y into the gel axis
+
+
+GEL: dict[str, _GelSpec] = {
+    'left': {'gel_centre_mm': [2.0, -24.0, 6.0], 'depth_offset_mm': -5.0, 'tilt': ('x', 21.2)},
+    'right': {'gel_centre_mm': [-1.5, -23.0, 5.0], 'depth_offset_mm': 0.0, 'tilt': ('z', 22.4)}}
 # episodes.jsonl world_frame_offset: the format document's 05-19 correction (230, 0, 175) mm,
 # already in the published poses. A real 05-10 (reference) episode carries zeros; every
 # sample episode carries this one so that applying it a second time is a visible mistake.
@@ -298,7 +305,7 @@ class _Episode:
         than footage, which would make the playback benchmark measure the wrong thing."""
         w, h = self.size
         rng = np.random.default_rng(seed)
-        coarse = rng.uniform(0, 1, (h // 16 + 2, w // 16 + 2, 1))
+        coarse: np.ndarray = rng.uniform(0, 1, (h // 16 + 2, w // 16 + 2, 1))
         coarse = np.kron(coarse, np.ones((16, 16, 1)))[:h, :w]
         fine = rng.uniform(0, 1, (h, w, 1))
         shade = (0.55 + 0.45 * np.arange(h) / h)[:, None, None]

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterator
+from typing import Any, Callable, ClassVar, Iterator, cast
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped
@@ -47,6 +47,10 @@ EMBODIMENTS = ('agilex', 'franka')
 REPLAY_REPORT = 'reports/replay_success_check_failed.json'
 CLOUD_FIELDS = ('x', 'y', 'z', 'rgb')
 DEFAULT_FPS = float(kind_config('robotwin')['fps'])
+# How _per_row builds a row's message: from (row, t_ns), or with reader=True from
+# (the open rh.Frames, row, t_ns).
+_RowBuild = Callable[[int, int], Any]
+_FrameBuild = Callable[[rh.Frames, int, int], Any]
 
 
 def _positive(v: Any) -> str | None:
@@ -564,7 +568,7 @@ class RobotwinAdapter:
                            f'{self.own.tracks or "none"} (flow.py: the document\'s dense_flow)')
         return out
 
-    def _per_row(self, topic: str, msg_type: str, build: Callable[[int, int], Any],
+    def _per_row(self, topic: str, msg_type: str, build: _RowBuild | _FrameBuild,
                  rows: np.ndarray | None = None, approx: int = 200, heavy: bool = False,
                  source: Path | None = None, reader: bool = False,
                  labels: bool = False) -> Stream:
@@ -579,14 +583,16 @@ class RobotwinAdapter:
 
         def gen() -> Iterator[tuple[int, Any]]:
             if reader:
+                read = cast(_FrameBuild, build)
                 with rh.Frames(path) as fr:
                     for r in rows:
                         t = int(t_ns[r])
-                        yield t, build(fr, int(r), t)  # type: ignore[call-arg]
+                        yield t, read(fr, int(r), t)
             else:
+                plain = cast(_RowBuild, build)
                 for r in rows:
                     t = int(t_ns[r])
-                    yield t, build(int(r), t)
+                    yield t, plain(int(r), t)
         return Stream(topic, msg_type, gen, count=len(rows), heavy=heavy, approx_bytes=approx,
                       labels=labels)
 

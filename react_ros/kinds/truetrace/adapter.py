@@ -24,7 +24,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Iterator
+from typing import Any, ClassVar, Iterator, cast
 
 import numpy as np
 from geometry_msgs.msg import Point, Pose, PoseArray
@@ -473,7 +473,8 @@ class TrueTraceAdapter:
         """Frames whose Left wrist is right of the Right one in cam0 (x right): in the
         egocentric view that is most often a swapped pair of labels (format document,
         section 5). Published as labelled; flagged so a user can tell."""
-        both = self.hand_ok.all(axis=1)
+        # [N, 2] -> [N]: numpy's stubs cannot tell an axis leaves an array, not a scalar
+        both = cast(np.ndarray, self.hand_ok.all(axis=1))
         items = []
         for a, b in chunks(hands.n):
             kp3, _, _ = hands.chunk(a, b)

@@ -408,7 +408,7 @@ def read_hands_jsonl(path: Path) -> HandFrames:
                      np.full((n, 2), np.nan))
     assert out.kp3d is not None and out.kp2d is not None and out.reproj is not None
     assert out.triangulated is not None and out.clip_frame is not None
-    assert out.source_frame is not None
+    assert out.source_frame is not None and out.confidence is not None
     duplicates: set[int] = set()
     for row, (line, s) in enumerate(lines):
         try:

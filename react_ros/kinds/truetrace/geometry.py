@@ -264,7 +264,7 @@ def conformance_lines(calib: Calibration, ext: Extrinsics, rep: Reprojection | N
              f'the same D as plumb_bob median {rep.plumb_bob_median_px:.1f} px; '
              f'no distortion median {rep.pinhole_median_px:.1f} px', 'hands')
     x = float(ext.cam1.t[0]) * 1000.0
-    base = np.linalg.norm(ext.cam1.t) * 1000.0
+    base = float(np.linalg.norm(ext.cam1.t)) * 1000.0
     baseline = calib.baseline_mm
     right = x > 0 and (baseline is None or abs(base - baseline) <= 2.0)
     what = ('refined stereo extrinsics (X1 = R X0 + T)' if ext.source == 'refined'

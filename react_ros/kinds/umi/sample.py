@@ -95,7 +95,8 @@ class _Scene:
         tint = np.array({'left': (1.0, 0.7, 0.6), 'center': (0.7, 1.0, 0.7),
                          'right': (0.6, 0.7, 1.0)}[cam], np.float32)
         # Coarse blobs plus fine grain, like a cluttered table seen by a fisheye.
-        coarse = rng.uniform(0, 1, ((h + self.pan) // 16 + 2, (w + self.pan) // 16 + 2, 1))
+        coarse: np.ndarray = rng.uniform(
+            0, 1, ((h + self.pan) // 16 + 2, (w + self.pan) // 16 + 2, 1))
         coarse = np.kron(coarse, np.ones((16, 16, 1)))[:h + self.pan, :w + self.pan]
         fine = rng.uniform(0, 1, (h + self.pan, w + self.pan, 1))
         self.texture = ((0.7 * coarse + 0.3 * fine) * 200 * tint).astype(np.uint8)

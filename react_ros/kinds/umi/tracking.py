@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -52,7 +52,7 @@ def _number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v)
 
 
-def _vector(v: Any, n: int) -> bool:
+def _vector(v: Any, n: int) -> TypeGuard[list[Any]]:
     return isinstance(v, list) and len(v) == n and all(_number(x) for x in v)
 
 
