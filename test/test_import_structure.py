@@ -17,7 +17,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / 'react_ros'
 LAYERS = [
-    {'', 'errors', 'streams', 'options', 'progress'},  # the root: version, errors, time
+    {'', 'errors', 'streams', 'options', 'progress', 'output'},  # the root: errors, time,
+    # where writers may write and the stop flag
     {'formats'},                                        # file readers, no ROS
     {'ros'},                                            # small ROS helpers
     {'adapters', 'samples'},                            # the registry, builders kinds share
@@ -31,11 +32,6 @@ LAYERS = [
 KNOWN = {
     ('react_ros.adapters', 'react_ros.kinds'):
         'the registry finds the kind folders; it is to leave adapters/ (issue 40)',
-    **{(f'react_ros.kinds.{k}.sample', 'react_ros.sinks.output'):
-       'samples write through the staged-output helpers of sinks/output.py (to move down)'
-       for k in ('umi', 'react', 'truetrace', 'objects', 'robotwin')},
-    ('react_ros.samples.writing', 'react_ros.sinks.output'):
-        'the same staged-output helpers',
 }
 
 

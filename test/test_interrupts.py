@@ -9,7 +9,7 @@ traceback and the output's parent folder as it was. RoboTwin, whose read-ahead
 threads once hung the interpreter's exit on h5py's lock (7 of 12 SIGINTs), is
 tried ROBOTWIN_TRIES times; --images jpeg (the encoder's thread pool) and h264
 (PyAV's encoder on the writing thread) once each. The flag behind it
-(sinks/output.py) is checked in-process too.
+(react_ros/output.py) is checked in-process too.
 """
 from __future__ import annotations
 
@@ -28,9 +28,9 @@ from std_msgs.msg import String
 from react_ros.adapters import KINDS
 from react_ros.adapters.base import Episode
 from react_ros.kinds.robotwin.sample import EMBODIMENT, TASK
-from react_ros.sinks import output
+from react_ros import output
 from react_ros.sinks.bag import write_bag
-from react_ros.sinks.output import Interrupted, staged
+from react_ros.output import Interrupted, staged
 from react_ros.streams import Stream
 
 CLI = [sys.executable, '-m', 'react_ros.cli']

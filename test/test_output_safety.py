@@ -1,4 +1,4 @@
-"""Where writers may write, and that they leave nothing half-done (react_ros/sinks/output.py).
+"""Where writers may write, and that they leave nothing half-done (react_ros/output.py).
 
 Through the real CLI on the session UMI sample: each refused output exits 2 with one
 line and leaves every file as it was; --overwrite replaces only a react_ros bag; a
@@ -22,9 +22,9 @@ import yaml
 from conftest import tree_digest
 
 from react_ros.errors import SinkError
-from react_ros.sinks import output
+from react_ros import output
 from react_ros.sinks.bag import is_react_ros_bag
-from react_ros.sinks.output import MARKER, remove_stale, staged
+from react_ros.output import MARKER, remove_stale, staged
 
 CLI = [sys.executable, '-m', 'react_ros.cli']
 QUICK = ['--topics', '/tf_static', '/robot_description']  # a bag in about a second

@@ -126,7 +126,7 @@ COMMANDS = {'info': info.run, 'list': list_episodes.run, 'play': play.run_play,
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; its exit status (128 + the signal's number after a stop signal)."""
     from react_ros.adapters import BROKEN
-    from react_ros.sinks.output import stop_requested
+    from react_ros.output import stop_requested
     if BROKEN:  # a kind folder of REACT_ROS_KINDS_PATH that does not load
         print(f'error: {BROKEN[0]}', file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -151,7 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _stopped(signum: int) -> int:
     """128 + the first stop signal's number; later ones are ignored while the process exits."""
-    from react_ros.sinks.output import ignore_stop_signals, stop_requested
+    from react_ros.output import ignore_stop_signals, stop_requested
     ignore_stop_signals()
     return 128 + (stop_requested() or signum)
 
@@ -159,7 +159,7 @@ def _stopped(signum: int) -> int:
 def _interrupt_behind(err: BaseException) -> KeyboardInterrupt | None:
     """The KeyboardInterrupt that `err` was raised from, if any.
 
-    While writing, a stop signal only sets a flag (sinks/output.py), so nothing
+    While writing, a stop signal only sets a flag (react_ros/output.py), so nothing
     raises from inside a C extension's callback. Before the writer starts (opening
     the episode, `info`, `play`'s own set-up) Ctrl-C is still Python's default
     KeyboardInterrupt, raised wherever it lands: inside rclpy's deserialisation,

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from react_ros.errors import OutputWriteError, SinkError
-from react_ros.sinks.output import check_stop, output_path, stop_signals_flag
+from react_ros.output import check_stop, output_path, stop_signals_flag
 
 SUFFIXES = ('.png', '.mp4')
 _WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.EACCES}

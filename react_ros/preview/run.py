@@ -10,7 +10,7 @@ from react_ros.errors import ReactRosError
 from react_ros.progress import Progress
 from react_ros.preview.output import written_aside
 from react_ros.preview.scene import load_scene
-from react_ros.sinks.output import check_stop
+from react_ros.output import check_stop
 
 
 def moments_of(episode: Episode, at_s: Sequence[float] | None) -> list[int]:

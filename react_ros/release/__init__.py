@@ -8,7 +8,7 @@ OUTDIR/<episode id>/ through the same bag writer as `convert`, in a worker proce
 records every outcome as it arrives, so a killed run loses only the episodes it was
 converting, and a re-run does only what is missing, failed or changed.
 
-SIGINT, SIGTERM and SIGHUP stop a run within about a second. They set sinks/output's
+SIGINT, SIGTERM and SIGHUP stop a run within about a second. They set react_ros/output.py's
 stop flag (stop_signals_flag), which the driver looks at between episodes of the
 plan, between files it hashes and while it waits for workers: no episode starts
 after it, the ones being converted are ended and leave nothing (they stay pending),
@@ -37,7 +37,7 @@ from react_ros.release.task import ConvertSettings, Outcome, Task, environmental
 from react_ros.release.usage import RunUsage
 from react_ros.sinks.bag import is_react_ros_bag
 from react_ros.progress import size_text
-from react_ros.sinks.output import check_stop, output_path, stop_requested, stop_signals_flag
+from react_ros.output import check_stop, output_path, stop_requested, stop_signals_flag
 
 LOCK = '.convert-all.lock'
 

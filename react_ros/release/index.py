@@ -21,7 +21,7 @@ from typing import Any, Iterable
 
 from react_ros.adapters.base import EpisodeRef
 from react_ros.errors import SinkError
-from react_ros.sinks.output import check_stop
+from react_ros.output import check_stop
 
 FORMAT = 'react_ros convert-all index'
 VERSION = 1

@@ -3,7 +3,7 @@
 Both take the same Tasks and yield one Outcome per task as each finishes; what a
 task does is release/task.py, so a bag is byte for byte the same either way.
 
-Both stop when the driver's stop flag is up (sinks/output.py: stop_requested(),
+Both stop when the driver's stop flag is up (react_ros/output.py: stop_requested(),
 set by its SIGINT/SIGTERM/SIGHUP handler): no task starts after it, the running
 ones are ended (their partial output removed), and outcomes that arrive while
 stopping are yielded only if they are converted bags, so an interrupted episode
@@ -25,7 +25,7 @@ from typing import Any, Iterator, Sequence
 from react_ros.errors import ReactRosError
 from react_ros.release.index import CONVERTED, FAILED
 from react_ros.release.task import Outcome, Task, convert_episode, init_worker
-from react_ros.sinks.output import Interrupted, remove_stale, stop_requested
+from react_ros.output import Interrupted, remove_stale, stop_requested
 
 # A task whose worker died this many times is given up on (failed, tried next run):
 # one death may be the machine's doing (the OOM killer picks the biggest process),

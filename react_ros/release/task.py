@@ -160,7 +160,7 @@ def init_worker(parent_pid: int) -> None:
 
     Ctrl-C reaches the whole process group; the driver decides what stops, so a
     worker ignores SIGINT (and then SIGTERM from the driver cleans up through
-    sinks/output.py). A driver killed outright (SIGKILL) takes its workers with it,
+    react_ros/output.py). A driver killed outright (SIGKILL) takes its workers with it,
     so that a re-run does not race a worker still finishing an episode.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)

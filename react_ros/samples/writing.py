@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Callable
 
 from react_ros.errors import SinkError
-from react_ros.sinks.output import check_replaceable, output_path, staged
+from react_ros.output import check_replaceable, output_path, staged
 
 
 def write_sample(out_dir: str | os.PathLike[str], duration_s: float, size: tuple[int, int],
@@ -14,7 +14,7 @@ def write_sample(out_dir: str | os.PathLike[str], duration_s: float, size: tuple
                  write: Callable[[Path], None]) -> Path:
     """Check the request, let `write(tmp)` fill a sibling folder, rename it to `out_dir`.
 
-    The output rules and the clean-up after a failure or a signal: sinks/output.py.
+    The output rules and the clean-up after a failure or a signal: react_ros/output.py.
     An existing non-empty `out_dir` is never touched (samples have no --overwrite).
     """
     out = output_path(out_dir, option='DIR')

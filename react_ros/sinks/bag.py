@@ -42,7 +42,7 @@ from react_ros.ros.msgs import _share_dirs, definition_text, message_class, stam
 from react_ros.ros.serialization import cdr_payload, cdr_pieces
 from react_ros.sinks.disk_space import BagSizer, SizeWatch, check_fits
 from react_ros.sinks.image_encoding import decodable, video_frames
-from react_ros.sinks.output import check_stop, output_path, staged, stop_requested
+from react_ros.output import check_stop, output_path, staged, stop_requested
 from react_ros.sinks.readahead import Cancelled, ReadAhead, message_bytes
 from react_ros.sinks.selection import BagSelection, TopicFilter, fold_topics
 from react_ros.sinks.selection import select_streams as select_streams
@@ -103,7 +103,7 @@ def write_bag(episode: Episode, out_dir: str | os.PathLike[str], *, overwrite: b
               size: SizeWatch | None = None) -> BagSummary:
     """Convert every stream of `episode` (robot state too) into a bag at `out_dir`.
 
-    Where it may write, and how it never leaves half a bag: sinks/output.py
+    Where it may write, and how it never leaves half a bag: react_ros/output.py
     (`inputs`: more paths it must stay out of, such as the path the user named).
     `overwrite` replaces only a previous react_ros bag. `progress(done, total)` is
     called every PROGRESS_EVERY messages and once at the end with done == total;

@@ -30,7 +30,7 @@ it runs on every core (the encoder releases the GIL): no RGB frame, no Image, no
 to another process (issue 43). Other JPEGs go to Pillow in worker processes
 (formats/jpeg_encoder.py: Pillow's JPEG encoder holds the GIL) where there is more
 than one core. After a stop
-signal (sinks/output.py) the workers skip what is queued, the reader stops waiting
+signal (react_ros/output.py) the workers skip what is queued, the reader stops waiting
 within STOP_POLL_S, and the pools are joined when the encoder's `with` block ends.
 """
 from __future__ import annotations
@@ -52,7 +52,7 @@ from react_ros.formats import video
 from react_ros.formats.jpeg_encoder import JpegProcesses, encode_planes
 from react_ros.ros import compressed_image as ci
 from react_ros.ros.msgs import stamp
-from react_ros.sinks.output import STOP_POLL_S, check_stop
+from react_ros.output import STOP_POLL_S, check_stop
 from react_ros.streams import Stream, VideoSource
 
 IMAGE = 'sensor_msgs/msg/Image'

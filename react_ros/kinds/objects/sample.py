@@ -27,7 +27,7 @@ from scipy.spatial.transform import Rotation
 
 from react_ros.errors import SinkError
 from react_ros.samples.writing import write_sample
-from react_ros.sinks.output import check_stop
+from react_ros.output import check_stop
 
 SESSION = 'S01_carry_box_001'
 HZ = 120.0

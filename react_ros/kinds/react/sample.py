@@ -31,7 +31,7 @@ from react_ros.kinds.react.parquet_video import (POSE_COLUMNS, SIDES, STIFFNESS_
 from react_ros.errors import SinkError
 from react_ros.kinds.umi.sample import frame_index_bits
 from react_ros.samples.writing import write_sample
-from react_ros.sinks.output import check_stop
+from react_ros.output import check_stop
 
 EPISODE = '2026-05-10/episode_000'
 TASK = 'motherboard'

@@ -40,7 +40,7 @@ from scipy.spatial.transform import Rotation
 from react_ros.errors import SinkError
 from react_ros.kinds.robotwin.hdf5 import GL_TO_CV
 from react_ros.samples.writing import write_sample
-from react_ros.sinks.output import check_stop
+from react_ros.output import check_stop
 
 TASK = 'beat_block_hammer'
 RELEASE_TASKS = (TASK, 'place_shoe')  # the tasks a sample release of many spreads over

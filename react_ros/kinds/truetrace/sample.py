@@ -32,7 +32,7 @@ from scipy.spatial.transform import Rotation
 from react_ros.errors import SinkError
 from react_ros.kinds.truetrace.geometry import project_equidistant
 from react_ros.samples.writing import write_sample
-from react_ros.sinks.output import check_stop
+from react_ros.output import check_stop
 
 EPISODE = 'episode_000000'
 FPS = 30

@@ -27,7 +27,7 @@ from react_ros.errors import SinkError
 from react_ros.ros.msgs import definition_text, stamp
 from react_ros.ros.serialization import cdr_payload
 from react_ros.samples.writing import write_sample
-from react_ros.sinks.output import check_stop
+from react_ros.output import check_stop
 
 CAMERAS = ('left', 'center', 'right')
 CALIB_SIZE = (1920, 1200)
