@@ -224,7 +224,9 @@ def test_next_plays_messages_while_paused(player, clock) -> None:
 
 
 def test_bad_input_is_one_line(player) -> None:
-    refused(cli('topic', 'echo', '/not_published', '--timeout', '2'),
+    # --timeout bounds finding the player too: 2 s was once too short for discovery on a
+    # fresh run's machine ("no player ... after 2 s" with the player up)
+    refused(cli('topic', 'echo', '/not_published', '--timeout', '10'),
             'error: /not_published: nobody publishes it in ROS_DOMAIN_ID=')
     refused(cli('control', 'pause', '--node-name', 'someone_else', '--timeout', '2'),
             'error: no player (node someone_else) in ROS_DOMAIN_ID=')
