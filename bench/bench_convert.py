@@ -49,7 +49,8 @@ from mcap.reader import make_reader
 from mcap.writer import CompressionType, Writer
 from rclpy.serialization import serialize_message
 
-from react_ros.adapters import open_episode
+from react_ros.convert_options import ConvertOptions
+from react_ros.registry import open_episode
 from react_ros.ros import compressed_image as ci
 from react_ros.ros.image import rgb_image
 from react_ros.ros.msgs import definition_text
@@ -104,8 +105,9 @@ def convert(ep: Path, out: Path, images: str, compression: str,
     conversion."""
     settle()
     t, cpu = time.perf_counter(), cpu_s()
-    summary = write_bag(open_episode(ep, KIND), out, images=images, compression=compression,
-                        exclude=exclude)
+    summary = write_bag(open_episode(ep, KIND), out,
+                        ConvertOptions(images=images, compression=compression,
+                                       exclude_topics=exclude))
     return time.perf_counter() - t, summary.topic_counts, cpu_s() - cpu
 
 
@@ -219,11 +221,12 @@ def encode_limits(frames: list[Any]) -> dict[str, dict[str, float]]:
 
 
 def release_rate(root: Path, scratch: Path, **how: object) -> float:
-    from react_ros.release import ConvertSettings, convert_all
+    from react_ros.convert_options import ConvertAllOptions
+    from react_ros.release import convert_all
     out = scratch / f'release_{"_".join(f"{k}{v}" for k, v in how.items())}'
     shutil.rmtree(out, ignore_errors=True)
     t = time.perf_counter()
-    code = convert_all(root, out, ConvertSettings(), quiet=True, **how)  # type: ignore[arg-type]
+    code = convert_all(root, out, ConvertAllOptions(**how), quiet=True)  # type: ignore[arg-type]
     elapsed = time.perf_counter() - t
     if code != 0:
         raise SystemExit(f'convert-all {how} exited {code}')

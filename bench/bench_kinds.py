@@ -50,12 +50,12 @@ def child(what: str, kind: str, root: str, settings: str) -> None:
     """One measurement in this (fresh) process; prints one JSON line."""
     import numpy as np
 
-    from react_ros.adapters import EpisodeOptions, open_episode
+    from react_ros.registry import EpisodeOptions, open_episode
     spec = json.loads(settings)
     t0, c0 = time.perf_counter(), time.process_time()
     own = None
     if what == 'convert_flow':  # robotwin: the same episode converted with --flow-step 1
-        from react_ros.adapters import KINDS
+        from react_ros.registry import KINDS
         own = KINDS[kind].options(**{k: tuple(v) if isinstance(v, list) else v
                                      for k, v in spec['flow_options'].items()})
     episode = open_episode(Path(root), kind, EpisodeOptions(
@@ -70,15 +70,16 @@ def child(what: str, kind: str, root: str, settings: str) -> None:
         out: dict[str, Any] = {'rtf': seconds / wall, 'wall_s': wall, 'bag_mb': size / 2**20,
                                'messages': sum(s.count or 0 for s in episode.streams)}
     else:
-        from react_ros.sinks.live import Player, PlayerSettings
+        from react_ros.play_options import PlayOptions
+        from react_ros.sinks.live import Player, PlayerRuntime
         from react_ros.sinks.tuning import freeze_heap, tune_for_playback
         tune_for_playback()
         images = image_topics(episode)
         sub = Subscriber(images) if images else None
         rate = 1.0 if what == 'realtime' else 100.0
-        player = Player(episode, PlayerSettings(rate=rate, quiet=True, keyboard=False,
-                                             record_lateness=what == 'realtime',
-                                             wait_for_subscribers_s=DISCOVERY_WAIT_S))
+        player = Player(episode, PlayOptions(rate=rate, quiet=True,
+                                             wait_for_subscribers=DISCOVERY_WAIT_S),
+                        PlayerRuntime(keyboard=False, record_lateness=what == 'realtime'))
         freeze_heap()
         player.run()
         stats = player.stats()

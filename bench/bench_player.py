@@ -94,9 +94,10 @@ def publish_limit_in(ep: Path, n: int) -> dict:
 def run_player(ep: Path, scale: float, rate: float, record: bool = False,
                subscriber: bool = True, images: str = 'raw',
                drop_late: float | None = None) -> dict:
-    from react_ros.adapters import EpisodeOptions, open_episode
+    from react_ros.registry import EpisodeOptions, open_episode
     from react_ros.sinks.compressed_video import episode_with_images
-    from react_ros.sinks.live import Player, PlayerSettings
+    from react_ros.play_options import PlayOptions
+    from react_ros.sinks.live import Player, PlayerRuntime
 
     episode = open_episode(ep, KIND, EpisodeOptions(image_scale=scale))
     cameras = image_topics(episode)
@@ -106,10 +107,10 @@ def run_player(ep: Path, scale: float, rate: float, record: bool = False,
         topics = [f'{t}/compressed_video' for t in cameras]
         msg_type = 'foxglove_msgs/msg/CompressedVideo'
     sub = Subscriber(topics, msg_type) if subscriber else None
-    player = Player(episode, PlayerSettings(rate=rate, quiet=True, keyboard=False,
-                                         record_lateness=record,
-                                         wait_for_subscribers_s=DISCOVERY_WAIT_S,
-                                         drop_late_s=drop_late))
+    player = Player(episode, PlayOptions(rate=rate, quiet=True,
+                                         wait_for_subscribers=DISCOVERY_WAIT_S,
+                                         drop_late=drop_late),
+                    PlayerRuntime(keyboard=False, record_lateness=record))
     freeze_heap()
     cpu = time.process_time()
     player.run()
@@ -144,7 +145,7 @@ def seek_rows(cache: Path) -> tuple[list[tuple[str, str, str]], list[tuple[str, 
     The skipped part is decoded the way a seek worked before (every frame from
     the start, converted), one thread, as the player's reader does.
     """
-    from react_ros.adapters import open_episode
+    from react_ros.registry import open_episode
     from react_ros.formats.video import decode_rgb, frame_table
 
     ep = sample(cache, SEEK_SECONDS)
@@ -277,7 +278,7 @@ def bench_kind(args: argparse.Namespace) -> None:
     seek_table, seek_checks = seek_rows(args.cache)
 
     limit = min(dec_full, pub['rate'])
-    from react_ros.adapters import open_episode
+    from react_ros.registry import open_episode
     episode = open_episode(ep, KIND)
     need = sum(s.count or 0 for s in episode.streams
                if s.msg_type == 'sensor_msgs/msg/Image') / (episode.duration_ns / 1e9)

@@ -38,7 +38,7 @@ def main() -> int:
 
 
 def bench_kind(kind: str, spec: dict, seconds: float) -> bool:
-    from react_ros.adapters import KINDS, open_episode
+    from react_ros.registry import KINDS, open_episode
     camera = spec['camera']
     size = f'{spec["sample"]["width"]}x{spec["sample"]["height"]}'
     writer = KINDS[kind].sample_writer()

@@ -37,7 +37,7 @@ from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import JointState
 from tf2_msgs.msg import TFMessage
 
-from react_ros.adapters import open_episode
+from react_ros.registry import open_episode
 from react_ros.ros.msgs import to_ns
 from react_ros.ros.robot_state import RobotModel
 
@@ -232,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def default_episodes(folder: Path) -> list[Path]:
     """The samples the kinds' bench.yaml name under `first_tf`."""
-    from react_ros.adapters import KINDS
+    from react_ros.registry import KINDS
     from support import bench_settings
     found = []
     for kind, spec in bench_settings('first_tf').items():

@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from react_ros.adapters import KINDS
+from react_ros.registry import KINDS
 
 BENCH = Path(__file__).resolve().parent
 # How long the player waits for discovery in every benchmark. Its participant starts

@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from react_ros.adapters import Episode, EpisodeOptions, kind_options, open_episode, resolve_kind
+from react_ros.registry import Episode, EpisodeOptions, kind_options, open_episode, resolve_kind
 from react_ros.adapters.base import DatasetKind
 from react_ros.errors import ReactRosError
-from react_ros.adapters import own_values
+from react_ros.registry import own_values
 from react_ros.options import Option
 from react_ros.play_options import PLAY_OPTIONS, PlayOptions
 

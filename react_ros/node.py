@@ -36,14 +36,14 @@ from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
-from react_ros.adapters import kind_options, open_episode, resolve_kind
+from react_ros.registry import kind_options, open_episode, resolve_kind
 from react_ros.adapters.base import DatasetKind, EpisodeOptions
 from react_ros.errors import ReactRosError
-from react_ros.adapters import own_values
+from react_ros.registry import own_values
 from react_ros.play_options import PLAY_OPTIONS, PlayOptions
 from react_ros.ros.stop_signals import StopSignals
 from react_ros.sinks.compressed_video import episode_with_images
-from react_ros.sinks.live import Player
+from react_ros.sinks.live import Player, PlayerRuntime
 from react_ros.sinks.report import Report
 from react_ros.sinks.tuning import freeze_heap, tune_for_playback
 
@@ -133,9 +133,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             node.get_logger().warning(warning)
         episode = episode_with_images(episode, play.images, reencode=not play.no_reencode,
                                       notes=Report(play.log_level).info)
-        player = Player(episode, play.for_player(
-            keyboard=False, expect_state_publisher=bool(p['expect_state_publisher'])),
-            node=node, since=since)
+        runtime = PlayerRuntime(keyboard=False,
+                                expect_state_publisher=bool(p['expect_state_publisher']))
+        player = Player(episode, play, runtime, node=node, since=since)
         signals.on_stop = player.stop
         freeze_heap()
         return player.run()

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import types
 import typing
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, Callable, ClassVar, Sequence, TypeVar
 
 from react_ros.errors import ReactRosError
 
@@ -61,6 +62,26 @@ def option(default: Any, help: str, *, metavar: str | None = None,
     return dataclasses.field(default=default, metadata={_SPEC: _Spec(
         help, metavar, tuple(choices) if choices else None, check, short, const, unset,
         tuple(aliases))})
+
+
+def same_as(cls: type, name: str) -> Any:
+    """Another options class's field `name`, declared there once (convert's --topics is
+    play's)."""
+    f = next(f for f in dataclasses.fields(cls) if f.name == name)
+    return dataclasses.field(default=f.default, metadata=f.metadata)
+
+
+def between(low: int, high: int) -> Callable[[Any], str | None]:
+    return lambda v: None if v is None or low <= v <= high else f'must be {low}-{high}, got {v}'
+
+
+def regular_expression(text: str) -> str | None:
+    """Why `text` is no regular expression, or None ('' is none given)."""
+    try:
+        re.compile(text)
+    except re.error as err:
+        return f'not a regular expression: {err}'
+    return None
 
 
 def at_least(low: float) -> Callable[[Any], str | None]:
@@ -194,19 +215,35 @@ class Option:
 
 
 T = TypeVar('T', bound='KindOptions')
+O = TypeVar('O', bound='Options')
 
 
-class KindOptions:
-    """Base of a kind's options dataclass (declare it `@dataclass(frozen=True)`)."""
+class Options:
+    """Base of an options dataclass (declare it `@dataclass(frozen=True)`, its fields with
+    option()): a kind's, the player's, convert's."""
+
+    @classmethod
+    def from_args(cls: type[O], args: Any) -> O:
+        """From parsed CLI flags (an argparse.Namespace holding every field)."""
+        return cls(**{opt.name: getattr(args, opt.name) for opt in options_of(cls)})
 
     def __post_init__(self) -> None:
-        # Checked here, so every entry point (CLI, node, launch, a test) gets the
-        # same refusal for the same value.
+        # Checked here, once, so every entry point (CLI, node, launch, a test) gets the
+        # same refusal for the same value; a list given becomes the declared tuple.
         for opt in options_of(type(self)):
             value = getattr(self, opt.name)
             coerced = opt.coerce(value)
             if coerced != value or type(coerced) is not type(value):
                 object.__setattr__(self, opt.name, coerced)
+
+
+class KindOptions(Options):
+    """Base of a kind's options dataclass (declare it `@dataclass(frozen=True)`)."""
+
+    # The kind's options a convert-all run sets from its own option of the same name
+    # (TrueTrace's verify follows the run's --verify): convert-all has no flag of the
+    # kind's for them.
+    FROM_RUN: ClassVar[frozenset[str]] = frozenset()
 
     @classmethod
     def from_values(cls: type[T], values: dict[str, Any],
@@ -253,4 +290,5 @@ def _unwrap(hint: Any) -> tuple[type, bool]:
     raise TypeError(f'unsupported option type {hint!r}')
 
 
-__all__ = ['KindOptions', 'NoOptions', 'Option', 'above', 'at_least', 'option', 'options_of']
+__all__ = ['KindOptions', 'NoOptions', 'Option', 'Options', 'above', 'at_least', 'between', 'option',
+           'options_of', 'regular_expression', 'same_as']

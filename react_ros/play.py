@@ -2,14 +2,13 @@
 react_ros's drop-in robot_state_publisher in its own process."""
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import sys
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Callable, Iterator
 
 import rclpy
@@ -22,19 +21,9 @@ from react_ros.progress import Progress
 from react_ros.ros.isolation import announce
 from react_ros.ros.state_publisher import start_state_publisher, wait_started
 from react_ros.sinks.compressed_video import episode_with_images
-from react_ros.sinks.live import PlaybackStats, Player, check_playable, player_node
-from react_ros.sinks.live import PlayerSettings
+from react_ros.sinks.live import PlaybackStats, Player, PlayerRuntime, check_playable, player_node
 from react_ros.sinks.report import Report
 from react_ros.sinks.tuning import freeze_heap, tune_for_playback
-
-
-def play_options(args: argparse.Namespace, on_stats=None) -> PlayerSettings:
-    options = PlayOptions.from_args(args)
-    if on_stats is not None:  # the rate table takes the progress line's place
-        options = replace(options, quiet=True)
-    # ros2 bag's --disable-keyboard-controls; the keys need stdin to be a terminal anyway
-    return options.for_player(node_name=args.node_name, on_stats=on_stats,
-                              keyboard=not getattr(args, 'disable_keyboard_controls', False))
 
 
 class RateTable:
@@ -62,9 +51,21 @@ class RateTable:
         self.progress.close()
 
 
-def play_episode(episode: Episode | Callable[[], Episode], args: argparse.Namespace, *,
-                 show_rates: bool = False) -> int:
-    """Play `episode`, or the one `episode()` opens.
+@dataclass(frozen=True)
+class FoxgloveServing:
+    """`--foxglove [PORT]`, --foxglove-host, --foxglove-no-wait: serve instead of DDS."""
+
+    port: int
+    host: str
+    wait_for_viewer: bool = True
+
+
+def play_episode(episode: Episode | Callable[[], Episode], options: PlayOptions,
+                 runtime: PlayerRuntime | None = None, *, state_publisher: bool = True,
+                 foxglove: FoxgloveServing | None = None, show_rates: bool = False) -> int:
+    """Play `episode`, or the one `episode()` opens, as `options` ask (the user's);
+    `runtime` is what the entry point decides (node name, keyboard); `state_publisher`
+    False: one runs already (--no-state-publisher).
 
     Everything that can refuse comes first (the episode opened, the options and the
     topic selection checked: live.check_playable), before any DDS entity exists: a
@@ -73,34 +74,34 @@ def play_episode(episode: Episode | Callable[[], Episode], args: argparse.Namesp
     the player's participant does, then the player's node and publishers; the first
     line goes out, and the player waits for the state publisher (ros/discovery.py).
     """
-    report = Report(args.log_level)
-    if getattr(args, 'foxglove', None) is not None:  # no DDS at all: sinks/foxglove.py says why
+    run = runtime or PlayerRuntime()
+    report = Report(options.log_level)
+    if foxglove is not None:  # no DDS at all: sinks/foxglove.py says why
         from react_ros.sinks.foxglove import serve_episode
-        return serve_episode(episode, play_options(args), host=args.foxglove_host,
-                             port=args.foxglove, images=args.images,
-                             reencode=not args.no_reencode,
-                             wait_for_viewer=not args.foxglove_no_wait)
+        return serve_episode(episode, options, run, host=foxglove.host, port=foxglove.port,
+                             wait_for_viewer=foxglove.wait_for_viewer)
     table = RateTable() if show_rates else None
-    options = play_options(args, table)
+    if table is not None:  # the rate table takes the progress line's place
+        options, run = replace(options, quiet=True), replace(run, on_stats=table)
     state_publisher_env = dict(os.environ)  # it keeps its own DDS and allocator defaults
     context = node = rsp = None
     try:
         if callable(episode):
             episode = episode()
-        episode = episode_with_images(episode, args.images, reencode=not args.no_reencode,
-                                      notes=report.info)
-        check_playable(episode, options)
+        episode = episode_with_images(episode, options.images,
+                                      reencode=not options.no_reencode, notes=report.info)
+        check_playable(episode, options, run.node_name)
         # (--publish-robot-state: the player publishes the robot itself)
-        if episode.urdf and not (args.no_state_publisher or options.publish_robot_state):
+        if episode.urdf and state_publisher and not options.publish_robot_state:
             rsp = start_state_publisher(episode.urdf, source=episode.path,
                                         env=state_publisher_env)
-            options = replace(options, expect_state_publisher=True)
+            run = replace(run, expect_state_publisher=True)
         tune_for_playback()
         context = Context()
         rclpy.init(args=[], context=context, signal_handler_options=SignalHandlerOptions.NO)
         since = time.monotonic()
-        node = player_node(options.node_name, context)
-        player = Player(episode, options, node=node, since=since)
+        node = player_node(run.node_name, context)
+        player = Player(episode, options, run, node=node, since=since)
         # The first line once the episode and options are known to play: bad input
         # stays one line. (The demo printed its own.)
         if report.shows('info'):

@@ -11,13 +11,11 @@ No ROS import here: the CLI builds its parser without rclpy.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import Any, Callable, Mapping
 
 from react_ros.errors import ReactRosError
-from react_ros.options import Option, above, at_least, option, options_of
-
-if TYPE_CHECKING:
-    from react_ros.sinks import live
+from react_ros.options import (Option, Options, above, at_least, option, options_of,
+                               regular_expression)
 
 IMAGE_MODES = ('raw', 'h264')
 # the real-time slack of `--drop-late` alone
@@ -42,13 +40,13 @@ TOPIC_NAMES = ('; relative names are resolved as ROS does (left/x is /left/x; ~/
                'published topic (.../compressed_video) or its source Image topic')
 
 
-def _regex(text: str) -> str | None:
-    from react_ros.sinks.selection import check_regex
-    return check_regex(text) if text else None
+# `--foxglove [PORT]`: the Foxglove WebSocket server's (sinks/foxglove.py) defaults
+FOXGLOVE_PORT = 8765
+FOXGLOVE_HOST = '127.0.0.1'
 
 
 @dataclass(frozen=True)
-class PlayOptions:
+class PlayOptions(Options):
     """Each field is `ros2 bag play`'s option of that name where it has one (the flag, its
     short form, its meaning); the names react_ros had before stay as aliases."""
 
@@ -80,12 +78,12 @@ class PlayOptions:
     regex: str = option('', 'only topics whose whole name matches this regular expression '
                         '(with --topics: those listed and those matching; default: none)',
                         short='-e',
-                        metavar='REGEX', check=_regex)
+                        metavar='REGEX', check=regular_expression)
     exclude_topics: tuple[str, ...] = option((), 'not these topics (named as --topics)',
                                              metavar='T', aliases=('--exclude',))
     exclude_regex: str = option('', 'not the topics whose whole name matches this regular '
                                 'expression (default: none)', short='-x', metavar='REGEX',
-                                check=_regex)
+                                check=regular_expression)
     remap: tuple[str, ...] = option((), 'publish topic FROM as TO (names resolved as '
                                     '--topics\'s)', short='-m', metavar='FROM:=TO',
                                     check=_remap_rules)
@@ -116,13 +114,21 @@ class PlayOptions:
                             'info)', choices=LOG_LEVELS)
     quiet: bool = option(False, 'no progress line', short='-q')
 
-    @property
-    def playback_until_ns(self) -> int | None:
-        """The stamp playback stops after (--playback-until-sec/-nsec), or None."""
+    def __post_init__(self) -> None:
+        super().__post_init__()
         if self.playback_until_sec is not None and self.playback_until_nsec is not None:
             raise ReactRosError('--playback-until-sec and --playback-until-nsec '
                                 '(playback_until_sec, playback_until_nsec) are mutually '
                                 'exclusive: give one')
+
+    @property
+    def remap_rules(self) -> dict[str, str]:
+        """--remap's FROM:=TO rules as FROM -> TO (checked when made: _remap_rules)."""
+        return {src: dst for src, _, dst in (rule.partition(':=') for rule in self.remap)}
+
+    @property
+    def playback_until_ns(self) -> int | None:
+        """The stamp playback stops after (--playback-until-sec/-nsec), or None."""
         if self.playback_until_nsec is not None:
             return self.playback_until_nsec
         if self.playback_until_sec is not None:
@@ -142,44 +148,9 @@ class PlayOptions:
                     raise ReactRosError(refusal(opt, raw[opt.name])) from None
         return cls(**values)
 
-    @classmethod
-    def from_args(cls, args: Any) -> PlayOptions:
-        """From parsed CLI flags (argparse checked them; lists become tuples)."""
-        values: dict[str, Any] = {
-            opt.name: tuple(v) if isinstance(v := getattr(args, opt.name), list) else v
-            for opt in PLAY_OPTIONS}
-        return cls(**values)
-
-    def for_player(self, **runtime: Any) -> live.PlayerSettings:
-        """The live player's settings (sinks/live.py names them with their units), plus
-        what the entry point decides itself (`runtime`: node_name, keyboard, on_stats)."""
-        from react_ros.sinks.live import PlayerSettings
-        remap = {}
-        for rule in self.remap:  # the CLI checked them already; parameters were not
-            src, sep, dst = rule.partition(':=')
-            if not sep:
-                raise ReactRosError(f'remap rule {rule!r} is not FROM:=TO')
-            remap[src] = dst
-        from react_ros.sinks.selection import check_regex
-        for opt, pattern in ((BY_NAME['regex'], self.regex),
-                             (BY_NAME['exclude_regex'], self.exclude_regex)):
-            why = check_regex(pattern) if pattern else None
-            if why:  # the CLI checked it already; parameters and launch arguments were not
-                raise ReactRosError(f'{opt.flag} / {opt.name} {pattern!r}: {why}')
-        return PlayerSettings(
-            rate=self.rate, loop=self.loop, start_offset_s=self.start_offset,
-            playback_duration_s=self.playback_duration, start_paused=self.start_paused,
-            playback_until_ns=self.playback_until_ns, clock_hz=self.clock,
-            topics=self.topics or None, exclude_topics=self.exclude_topics, regex=self.regex,
-            exclude_regex=self.exclude_regex, remap=remap, quiet=self.quiet,
-            delay_s=self.delay, log_level=self.log_level,
-            publish_robot_state=self.publish_robot_state,
-            wait_for_subscribers_s=self.wait_for_subscribers, drop_late_s=self.drop_late,
-            **runtime)
-
 
 PLAY_OPTIONS: tuple[Option, ...] = options_of(PlayOptions)
 BY_NAME: dict[str, Option] = {opt.name: opt for opt in PLAY_OPTIONS}
 
-__all__ = ['BY_NAME', 'DROP_LATE_S', 'H264_HELP', 'IMAGE_MODES', 'LOG_LEVELS', 'PLAY_OPTIONS',
-           'PlayOptions']
+__all__ = ['BY_NAME', 'DROP_LATE_S', 'FOXGLOVE_HOST', 'FOXGLOVE_PORT', 'H264_HELP', 'IMAGE_MODES',
+           'LOG_LEVELS', 'PLAY_OPTIONS', 'PlayOptions']

@@ -33,7 +33,7 @@ from typing import Any
 
 import yaml
 
-from react_ros.adapters import KINDS as REGISTRY
+from react_ros.registry import KINDS as REGISTRY
 
 SPEC_NAME = 'foxglove_layout.yaml'
 

@@ -21,7 +21,7 @@ from typing import Any
 import yaml
 from PIL import Image
 
-from react_ros.adapters import KINDS
+from react_ros.registry import KINDS
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / 'docs' / 'previews'

@@ -18,6 +18,7 @@ from sensor_msgs.msg import CameraInfo, CompressedImage, Image, JointState
 from std_msgs.msg import Empty, String, UInt8
 from visualization_msgs.msg import Marker, MarkerArray
 
+from react_ros.convert_options import ConvertOptions
 from react_ros.adapters.base import Episode
 from react_ros.errors import DatasetFormatError, SinkError
 from react_ros.ros.msgs import stamp, to_ns
@@ -265,7 +266,8 @@ def test_auto_compression_chooses_per_channel(tmp_path: Path) -> None:
 @pytest.mark.parametrize('compression', ['none', 'lz4', 'zstd'])
 def test_a_named_compression_applies_to_every_chunk(tmp_path: Path, compression: str) -> None:
     out = tmp_path / compression
-    write_bag(_episode(tmp_path, _compression_streams()), out, compression=compression)
+    write_bag(_episode(tmp_path, _compression_streams()), out,
+              ConvertOptions(compression=compression))
     assert set(map(frozenset, _chunk_compressions(out).values())) == {
         frozenset({compression})}
 
@@ -392,13 +394,14 @@ def test_unwritable_output_is_a_sink_error(tmp_path: Path) -> None:
 
 
 def test_topic_selection(tmp_path: Path) -> None:
-    write_bag(_episode(tmp_path), tmp_path / 'a', topics=['/tf', '/tf_static'])
+    write_bag(_episode(tmp_path), tmp_path / 'a', ConvertOptions(topics=['/tf', '/tf_static']))
     assert {k: len(v) for k, v in _read(tmp_path / 'a').items()} == {'/tf': 10, '/tf_static': 1}
-    write_bag(_episode(tmp_path), tmp_path / 'b', exclude=['/center/image_raw'])
+    write_bag(_episode(tmp_path), tmp_path / 'b',
+              ConvertOptions(exclude_topics=['/center/image_raw']))
     got = {k: len(v) for k, v in _read(tmp_path / 'b').items()}
     assert got == {k: v for k, v in EXPECTED.items() if k != '/center/image_raw'}
     with pytest.raises(SinkError, match='/nope'):
-        write_bag(_episode(tmp_path), tmp_path / 'c', topics=['/nope'])
+        write_bag(_episode(tmp_path), tmp_path / 'c', ConvertOptions(topics=['/nope']))
     assert not (tmp_path / 'c').exists()
 
 

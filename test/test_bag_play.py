@@ -75,7 +75,7 @@ def test_our_own_bag_plays_every_message_in_order_with_its_stamps(tmp_path: Path
                                                                   umi_episode: Path) -> None:
     """A bag react_ros wrote (lz4 chunks, metadata version 8) through the same player."""
 
-    from react_ros.adapters import open_episode
+    from react_ros.registry import open_episode
     from react_ros.formats.rosbag2 import Rosbag2
     from react_ros.sinks.bag import write_bag
     bag = tmp_path / 'bag'

@@ -23,7 +23,7 @@ from react_ros.bag_info import bag_facts
 
 @pytest.fixture(scope='module')
 def converted(tmp_path_factory: pytest.TempPathFactory, umi_episode: Path) -> Path:
-    from react_ros.adapters import open_episode
+    from react_ros.registry import open_episode
     from react_ros.sinks.bag import write_bag
     bag = tmp_path_factory.mktemp('converted') / 'bag'
     write_bag(open_episode(umi_episode), bag)

@@ -56,7 +56,7 @@ MODES = [('raw', ()), ('jpeg', ('--images', 'jpeg')), ('png', ('--images', 'png'
 
 
 def _kinds() -> list[str]:
-    from react_ros.adapters import BUILTIN
+    from react_ros.registry import BUILTIN
     return [k.name for k in BUILTIN]
 
 
@@ -78,7 +78,7 @@ class Sample:
     (`write=True`, when recording) one written by the kind's sample writer."""
 
     def __init__(self, kind: str, out: Path, write: bool = False) -> None:
-        from react_ros.adapters import KINDS
+        from react_ros.registry import KINDS
         desc = KINDS[kind]
         out.mkdir(parents=True, exist_ok=True)
         pad = PATH_LENGTH - len(str(out.resolve() / kind)) - 1

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from react_ros import __version__, cli
-from react_ros.adapters import KINDS, kind_options
+from react_ros.registry import KINDS, kind_options
 from react_ros.cli import examples
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -31,7 +31,7 @@ from release_support import (
     write_release,
 )
 
-from react_ros.adapters import KINDS
+from react_ros.registry import KINDS
 from react_ros.sinks.bag import is_react_ros_bag
 
 KIND_NAMES = sorted(KINDS)

@@ -16,11 +16,13 @@ import pytest
 from conftest import written_once
 from release_support import write_small_sample
 
+from react_ros.convert_options import ConvertOptions
 from react_ros import cli
-from react_ros.adapters import KINDS, EpisodeOptions, find_release, open_episode
+from react_ros.registry import KINDS, EpisodeOptions, find_release, open_episode
 from react_ros.progress import Counter
 from react_ros.release.index import FAILED
-from react_ros.release.task import ConvertSettings, Task, convert_episode, tree_bytes
+from react_ros.convert_options import ConvertAllOptions
+from react_ros.release.task import Task, convert_episode, tree_bytes
 from react_ros.sinks import disk_space
 from react_ros.sinks.bag import write_bag
 from react_ros.sinks.disk_space import SizeWatch, free_space, size_text
@@ -64,7 +66,7 @@ def test_estimate_is_within_20_percent_of_the_bag(kind: str, tmp_path: Path,
             how = f'--images {images} --compression {compression}'
             watch = SizeWatch()
             summary = write_bag(_open(kind, root), tmp_path / f'{images}-{compression}',
-                                images=images, compression=compression, size=watch)
+                                ConvertOptions(images=images, compression=compression), size=watch)
             real = tree_bytes(summary.path)
             assert watch.estimate is not None, f'{how}: no estimate was made'
             error = watch.estimate.bytes / real - 1
@@ -93,7 +95,7 @@ def test_estimate_of_a_bag_of_many_chunks_with_the_hint(umi_episode: Path,
     assert f' free on {tmp_path}; ' in line
     watch = SizeWatch()
     write_bag(open_episode(umi_episode, 'umi', EpisodeOptions()), tmp_path / 'h264',
-              images='h264', size=watch)
+              ConvertOptions(images='h264'), size=watch)
     assert watch.estimate is not None and '--images' not in watch.estimate.line()
 
 
@@ -173,13 +175,13 @@ def test_convert_all_records_a_bag_too_big_as_failed(
     _, refs = find_release(sample('umi'))
     _fake_statvfs(monkeypatch, 64 * 1024)
     task = Task('umi', refs[0], str(sample('umi')), str(tmp_path / 'bags' / refs[0].id),
-                ConvertSettings())
+                ConvertAllOptions())
     outcome = convert_episode(task)
     assert outcome.status == FAILED and 'the bag would take about' in outcome.reason
     assert not (tmp_path / 'bags').exists()
     outcome = convert_episode(Task('umi', refs[0], str(sample('umi')),
                                    str(tmp_path / 'bags' / refs[0].id),
-                                   ConvertSettings(space_check=False)))
+                                   ConvertAllOptions(no_space_check=True)))
     assert outcome.status != FAILED, outcome.reason
 
 

@@ -32,7 +32,7 @@ def episode(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _image_stream(episode: Path) -> Any:
-    from react_ros.adapters import open_episode
+    from react_ros.registry import open_episode
     (stream,) = [s for s in open_episode(episode, 'umi').streams if s.topic == TOPIC]
     return stream
 

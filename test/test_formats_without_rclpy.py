@@ -71,7 +71,7 @@ def _readers() -> list[str]:
     """Every module the script must have imported, found from the files: the shared
     formats and, of each kind's folder, all but adapter.py, sample.py and *_streams.py
     (which build ROS messages), so a new kind's readers are covered with no edit here."""
-    from react_ros.adapters import KINDS
+    from react_ros.registry import KINDS
     formats = Path(__file__).resolve().parents[1] / 'react_ros' / 'formats'
     names = [p.stem for p in formats.glob('*.py') if p.stem != '__init__']
     for name, kind in KINDS.items():

@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from react_ros.adapters import KINDS, EpisodeOptions, open_episode
+from react_ros.registry import KINDS, EpisodeOptions, open_episode
 from react_ros.cli import main, write_sample
 from react_ros.ros.msgs import message_class, to_ns
 from react_ros.streams import merge

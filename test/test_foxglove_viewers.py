@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import pytest
 
-from react_ros.adapters import EpisodeOptions, open_episode
+from react_ros.registry import EpisodeOptions, open_episode
 from test_foxglove import Client, _advertised, _free_port, _image, _image_decoded, _is, \
     _messages, _started, _state, _stop
 
@@ -244,11 +244,13 @@ def test_foxglove_no_wait_plays_without_a_viewer(umi_episode: Path, tmp_path: Pa
     """`wait_for_viewer=False` (`--foxglove-no-wait`): the bounded DDS-style wait."""
     log = tmp_path / 'serve.log'
     code = ('import sys; from pathlib import Path\n'
-            'from react_ros.adapters import EpisodeOptions, open_episode\n'
+            'from react_ros.registry import EpisodeOptions, open_episode\n'
             'from react_ros.sinks.foxglove import serve_episode\n'
-            'from react_ros.sinks.live import PlayerSettings\n'
+            'from react_ros.play_options import PlayOptions\n'
+            'from react_ros.sinks.live import PlayerRuntime\n'
             'ep = open_episode(Path(sys.argv[1]), "umi", EpisodeOptions())\n'
-            'serve_episode(ep, PlayerSettings(wait_for_subscribers_s=0.5, keyboard=False),\n'
+            'serve_episode(ep, PlayOptions(wait_for_subscribers=0.5),\n'
+            '              PlayerRuntime(keyboard=False),\n'
             '              host="127.0.0.1", port=0, wait_for_viewer=False)\n')
     with log.open('wb') as out:
         proc = subprocess.Popen([sys.executable, '-c', code, str(umi_episode)], stdout=out,

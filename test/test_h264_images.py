@@ -27,12 +27,13 @@ from robotwin_support import EPISODE as ROBOTWIN_EPISODE
 from robotwin_support import robotwin_release
 from rosbag2_interfaces import srv
 
+from react_ros.convert_options import ConvertOptions
 from react_ros import cli
-from react_ros.adapters import open_episode
+from react_ros.registry import open_episode
 from react_ros.adapters.base import EpisodeOptions
 from react_ros.adapters.video_streams import video_camera_streams
 from react_ros.errors import SinkError
-from react_ros.release import ConvertSettings
+from react_ros.convert_options import ConvertAllOptions
 from react_ros.sinks.bag import write_bag
 from react_ros.sinks.compressed_video import compressed_video_streams
 from react_ros.sinks.readahead import ReadAhead
@@ -141,7 +142,7 @@ def umi_bags(umi_episode: Path, tmp_path_factory: pytest.TempPathFactory,
                            '--quiet'], capture_output=True, text=True, timeout=120)
     assert code.returncode == 0, code.stderr
     images = [f'/{c}/image_raw' for c in UMI_CAMERAS]
-    write_bag(episode, out / 'rest', exclude=images)
+    write_bag(episode, out / 'rest', ConvertOptions(exclude_topics=images))
     return {'raw': _read(out / 'raw'), 'h264': _read(out / 'h264'), 'dirs': out,
             'stderr': code.stderr}
 
@@ -445,10 +446,10 @@ def test_play_h264_publishes_every_message_of_a_camera_decodable(
 # -- convert-all ---------------------------------------------------------------------------
 def test_convert_all_h264_converts_again_and_its_bags_carry_video(
         tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
-    assert 'no_reencode' not in ConvertSettings().key()  # raw runs resume as before
-    assert ConvertSettings(images='h264').key() != ConvertSettings().key()
-    assert ConvertSettings(images='h264').key() != \
-        ConvertSettings(images='h264', no_reencode=True).key()
+    assert 'no_reencode' not in ConvertAllOptions().key({})  # raw runs resume as before
+    assert ConvertAllOptions(images='h264').key({}) != ConvertAllOptions().key({})
+    assert ConvertAllOptions(images='h264').key({}) != \
+        ConvertAllOptions(images='h264', no_reencode=True).key({})
     write_release('umi', tmp_path / 'release', n=2)
     root, out = tmp_path / 'release', tmp_path / 'bags'
 

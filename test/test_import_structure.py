@@ -17,22 +17,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / 'react_ros'
 LAYERS = [
-    {'', 'errors', 'streams', 'options', 'progress', 'output'},  # the root: errors, time,
-    # where writers may write and the stop flag
+    {'', 'errors', 'streams', 'options', 'progress', 'output',  # the root: errors, time,
+     'play_options', 'convert_options'},  # where writers may write, the stop flag, and
+    # what each command is asked for (one options type per command)
     {'formats'},                                        # file readers, no ROS
     {'ros'},                                            # small ROS helpers
-    {'adapters', 'samples'},                            # the registry, builders kinds share
+    {'adapters', 'samples'},                            # the adapter interface, builders
     {'kinds'},                                          # one folder per dataset
+    {'registry'},                                       # finds the kinds
     {'info', 'sinks'},                                  # what consumes an episode's streams
-    {'bag_info', 'preview', 'release', 'play_options', 'launch_args'},
+    {'bag_info', 'preview', 'release', 'launch_args'},
     {'play', 'node'},
     {'cli'},
     {'kit'},                                            # test tooling: may run the CLI
 ]
-KNOWN = {
-    ('react_ros.adapters', 'react_ros.kinds'):
-        'the registry finds the kind folders; it is to leave adapters/ (issue 40)',
-}
+KNOWN: dict[tuple[str, str], str] = {}  # (from, to): why; empty since issue 40
 
 
 def _module(path: Path) -> str:

@@ -15,7 +15,7 @@ from conftest import written_once
 from rosbag_support import foreign_bag
 
 from react_ros import cli
-from react_ros.adapters import KINDS, EpisodeOptions, find_release, open_episode
+from react_ros.registry import KINDS, EpisodeOptions, find_release, open_episode
 from react_ros.info import deserialized, median_rate
 from react_ros.streams import Stream
 

@@ -25,7 +25,7 @@ from typing import Any, Iterator
 import pytest
 from std_msgs.msg import String
 
-from react_ros.adapters import KINDS
+from react_ros.registry import KINDS
 from react_ros.adapters.base import Episode
 from react_ros.kinds.robotwin.sample import EMBODIMENT, TASK
 from react_ros import output

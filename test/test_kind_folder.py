@@ -28,7 +28,7 @@ from kind_contract import KindContract
 import react_ros.kit
 from react_ros import cli
 from react_ros import kinds as kinds_package
-from react_ros.adapters import KINDS, add_kinds_path, open_episode, unregister
+from react_ros.registry import KINDS, add_kinds_path, open_episode, unregister
 from react_ros.adapters.base import DatasetKind, kind_config
 from react_ros.errors import ReactRosError
 from react_ros.kinds import PATH_VARIABLE

@@ -15,7 +15,7 @@ import pytest
 from std_msgs.msg import String
 
 from react_ros import cli
-from react_ros.adapters import KINDS, kind_options, open_episode, register, unregister
+from react_ros.registry import KINDS, kind_options, open_episode, register, unregister
 from react_ros.adapters.base import DatasetKind, Episode, EpisodeOptions
 from react_ros.errors import DatasetFormatError, ReactRosError
 from react_ros.launch_args import episode_and_parameters, launch_arguments

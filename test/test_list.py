@@ -12,7 +12,7 @@ import pytest
 from conftest import written_once
 
 from react_ros import cli
-from react_ros.adapters import KINDS, find_release
+from react_ros.registry import KINDS, find_release
 
 SAMPLED = [k for k in ('umi', 'react', 'truetrace', 'objects', 'robotwin') if KINDS[k].sample]
 

@@ -12,7 +12,7 @@ from rclpy.serialization import deserialize_message
 from rosbag2_interfaces import srv
 
 from live_support import PLAYER, Listener, spawn, spawn_player, stop
-from react_ros.adapters import open_episode
+from react_ros.registry import open_episode
 from react_ros.ros import qos
 from react_ros.ros.msgs import message_class, stamp, to_ns
 from react_ros.streams import Role, merge
@@ -264,10 +264,11 @@ def test_bad_episode_exits_2(tmp_path):
 KEYBOARD_PLAYER = '''
 import sys
 from pathlib import Path
-from react_ros.adapters import open_episode
-from react_ros.sinks.live import Player, PlayerSettings
+from react_ros.registry import open_episode
+from react_ros.play_options import PlayOptions
+from react_ros.sinks.live import Player
 episode = open_episode(Path(sys.argv[1]))
-sys.exit(Player(episode, PlayerSettings(start_paused=True, loop=True, quiet=True)).run())
+sys.exit(Player(episode, PlayOptions(start_paused=True, loop=True, quiet=True)).run())
 '''
 
 

@@ -28,7 +28,7 @@ from rclpy.serialization import deserialize_message
 from react_support import EPISODE, react_release
 
 from live_support import Listener, spawn, stop
-from react_ros.adapters import EpisodeOptions, open_episode
+from react_ros.registry import EpisodeOptions, open_episode
 from react_ros.formats.mcap_bag import McapBag
 from react_ros.ros import qos
 from react_ros.ros.msgs import message_class

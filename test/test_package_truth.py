@@ -7,7 +7,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from react_ros.adapters import KINDS
+from react_ros.registry import KINDS
 
 ROOT = Path(__file__).resolve().parents[1]
 # Python module -> (package.xml key, pip requirement) for what is not a ROS package.

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from react_ros.adapters import open_episode
+from react_ros.registry import open_episode
 from react_ros.kinds.objects.sample import write_objects_sample
 
 pytestmark = pytest.mark.timeout(300)
@@ -89,8 +89,9 @@ def test_node_refuses_a_start_offset_past_the_end(umi_episode: Path, duration_s:
 
 def test_node_refuses_a_playback_duration_of_zero_and_plays_to_the_end_when_negative(
         umi_episode: Path, duration_s: float) -> None:
+    # the words PlayOptions checks every entry point's values with (the CLI's too)
     assert _one_line(_node(umi_episode, '-p', 'playback_duration:=0')) == \
-        'player: --playback-duration must be positive'
+        'player: --playback-duration: must be > 0, got 0'
     # -1 (the default) and any other negative value: to the end, as documented
     proc = _node(umi_episode, '-p', 'playback_duration:=-2.5', '-p', 'quiet:=false',
                  '-p', 'rate:=4.0')

@@ -11,7 +11,7 @@ from typing import Any, Iterator
 import pytest
 
 from react_ros import cli
-from react_ros.adapters import kind_options
+from react_ros.registry import kind_options
 from react_ros.errors import ReactRosError
 from react_ros.launch_args import LAUNCH_DEFAULTS, episode_and_parameters, launch_arguments
 from react_ros.options import Option

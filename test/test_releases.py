@@ -20,7 +20,7 @@ from release_support import (break_episode, broken_file, write_release,
                              write_small_sample)
 
 from react_ros import cli
-from react_ros.adapters import (KINDS, DatasetKind, Episode, EpisodeOptions, EpisodeRef,
+from react_ros.registry import (KINDS, DatasetKind, Episode, EpisodeOptions, EpisodeRef,
                                 find_release, open_episode)
 from react_ros.errors import DatasetFormatError, ReactRosError
 

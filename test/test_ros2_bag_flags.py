@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from react_ros import cli
-from react_ros.adapters import open_episode
+from react_ros.registry import open_episode
 from react_ros.errors import ReactRosError, SinkError
 from react_ros.launch_args import episode_and_parameters, launch_arguments
 from react_ros.play_options import PlayOptions
@@ -90,10 +90,10 @@ def test_bad_flag_values_are_one_line_exit_2(argv: list[str], words: str,
 
 
 def test_the_until_pair_is_refused_together_from_every_entry_point() -> None:
-    both = PlayOptions.read({'playback_until_sec': 1.0, 'playback_until_nsec': 5},
-                            lambda opt, v: opt.name)
+    # refused when the options are made (node parameters, launch arguments, a test alike)
     with pytest.raises(ReactRosError, match='mutually exclusive'):
-        both.for_player()
+        PlayOptions.read({'playback_until_sec': 1.0, 'playback_until_nsec': 5},
+                         lambda opt, v: opt.name)
     # as parameters and launch arguments, -1 (any negative) is "no such limit"
     unset = PlayOptions.read({'playback_until_sec': -1.0, 'playback_until_nsec': '-1'},
                              lambda opt, v: opt.name)

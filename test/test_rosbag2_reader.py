@@ -13,6 +13,7 @@ import yaml
 from mcap.reader import make_reader
 from rosbag_support import N, UNKNOWN_TYPE, foreign_bag
 
+from react_ros.convert_options import ConvertOptions
 from react_ros.adapters.rosbag2 import open_bag
 from react_ros.bag_info import bag_facts
 from react_ros.errors import DatasetFormatError
@@ -83,10 +84,10 @@ def test_info_counts_what_the_mcap_reader_counts(tmp_path: Path) -> None:
 
 def test_our_own_bag_reads_back_through_the_same_path(tmp_path: Path,
                                                       umi_episode: Path) -> None:
-    from react_ros.adapters import open_episode
+    from react_ros.registry import open_episode
     from react_ros.sinks.bag import write_bag
     bag = tmp_path / 'bag'
-    write_bag(open_episode(umi_episode), bag, compression='zstd')
+    write_bag(open_episode(umi_episode), bag, ConvertOptions(compression='zstd'))
     want = _mcap_messages(bag)
     got = _episode_messages(bag)
     assert sorted(got) == sorted(want)

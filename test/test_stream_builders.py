@@ -18,7 +18,7 @@ from conftest import rewrite_mcap
 from react_support import EPISODE, react_release, replace_column, rewrite_parquet
 from scipy.spatial.transform import Rotation
 
-from react_ros.adapters import open_episode
+from react_ros.registry import open_episode
 from react_ros.adapters.base import EpisodeOptions
 from react_ros.adapters.poses import (FAULTS, NON_FINITE, NON_UNIT, ZERO_QUATERNION, PosePolicy,
                                       PoseRule, pose_faults)

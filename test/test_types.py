@@ -1,6 +1,7 @@
 """The package's annotations are checked (issue 40): mypy over react_ros/ passes, and the same
 check does fail on a wrong annotation (an attribute a module does not have, as `for_player`
-once promised a `live.PlayOptions` that never existed)."""
+once promised a `live.PlayOptions` that did not exist then; the player's second settings
+type, `live.PlayerSettings`, is gone since)."""
 from __future__ import annotations
 
 import subprocess
@@ -27,7 +28,7 @@ def test_the_package_type_checks(tmp_path: Path) -> None:
 def test_a_wrong_annotation_fails_the_check(tmp_path: Path) -> None:
     wrong = tmp_path / 'wrong.py'
     wrong.write_text('from react_ros.sinks import live\n\n\n'
-                     'def for_player() -> live.PlayOptions:\n    raise NotImplementedError\n')
+                     'def for_player() -> live.PlayerSettings:\n    raise NotImplementedError\n')
     run = _mypy('--cache-dir', str(tmp_path / 'cache'), str(wrong))
     assert run.returncode == 1, run.stdout
-    assert 'Name "live.PlayOptions" is not defined' in run.stdout, run.stdout
+    assert 'Name "live.PlayerSettings" is not defined' in run.stdout, run.stdout

@@ -100,7 +100,7 @@ def test_image_stream_open_from_is_open_from_that_stamp(vfr_video) -> None:
 
 
 def test_umi_camera_stream_open_from_keeps_frame_to_pointer_stamps(umi_episode: Path) -> None:
-    from react_ros.adapters import open_episode
+    from react_ros.registry import open_episode
     from react_ros.ros.msgs import to_ns
     episode = open_episode(umi_episode)
     (cam,) = [s for s in episode.streams if s.topic == '/center/image_raw']

@@ -7,13 +7,15 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Mapping, Protocol
+from typing import Any, Callable, ClassVar, Generic, Mapping, Protocol, TypeVar, cast, overload
 
 import yaml
 
 from react_ros.errors import ReactRosError
 from react_ros.options import KindOptions, NoOptions
 from react_ros.streams import Stream
+
+T = TypeVar('T')
 
 
 @dataclass(frozen=True)
@@ -83,17 +85,53 @@ class DatasetAdapter(Protocol):
         """
 
 
+class ImportedOnUse(Generic[T]):
+    """A field given either the thing itself or where it lives, 'module:name', imported
+    the first time it is read. A kind's kind.py names its adapter so: the CLI lists the
+    kinds, their options and help without importing any kind's readers (PyAV, scipy,
+    pyarrow, rclpy's message types)."""
+
+    def __init__(self, *default: T) -> None:
+        self.default = default  # () when the field must be given
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = f'_{name}_given'
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> T: ...
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> T: ...
+
+    def __get__(self, obj: object | None, owner: type | None = None) -> T:
+        if obj is None:  # dataclass asks the class for the field's default
+            if not self.default:
+                raise AttributeError(self.slot)
+            return self.default[0]
+        value = obj.__dict__[self.slot]
+        if isinstance(value, str):
+            module, _, name = value.partition(':')
+            value = getattr(importlib.import_module(module), name)
+            obj.__dict__[self.slot] = value
+        return cast(T, value)
+
+    def __set__(self, obj: object, value: T | str) -> None:
+        if isinstance(value, str) and not value.partition(':')[2]:
+            raise ValueError(f'{value!r}: give the object or "module:name"')
+        obj.__dict__[self.slot] = value  # a frozen dataclass's __init__ comes here too
+
+
 @dataclass(frozen=True)
 class DatasetKind:
     """Everything the package knows about one dataset kind, in one place.
 
-    The registry (react_ros.adapters) holds one per kind; the CLI, the player
+    The registry (react_ros.registry) holds one per kind; the CLI, the player
     node, the launch file, `sample` and `demo` read everything from it.
     """
 
     name: str  # 'umi': --kind, the config and RViz file names
     title: str  # one line for help texts
-    adapter: type[DatasetAdapter]
+    # The adapter class, or 'module:Class' (imported when first used).
+    adapter: ImportedOnUse[type[DatasetAdapter]] = ImportedOnUse()
     options: type[KindOptions] = NoOptions
     # 'module:function' writing a sample episode (imported only when used):
     # fn(out_dir, seed=, duration_s=, width=, height=) -> Path
@@ -102,8 +140,10 @@ class DatasetKind:
     demo_episode: str | None = None
     # The episodes of a release of this kind below `root`, in a stable order, or None
     # when `root` is not one (never raises for that; a release it claims but cannot
-    # list raises DatasetFormatError naming the file). Used by convert-all.
-    find_episodes: Callable[[Path], list[EpisodeRef] | None] | None = None
+    # list raises DatasetFormatError naming the file). Used by convert-all. The function
+    # or 'module:function'.
+    find_episodes: ImportedOnUse[Callable[[Path], list[EpisodeRef] | None] | None] = \
+        ImportedOnUse(None)
     # Where the kind sits in lists (help groups, `known: ...`): lower first.
     order: int = 100
     # The demo's video size where the kind's own would not play in real time on a

@@ -90,7 +90,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 def _kinds_for_help(argv: Sequence[str] | None) -> frozenset[str] | None:
     """The kinds whose options `--help` should list: the one of `--kind K`, or of the
     episode named on the command line (a bag has none); None (all) when unknown."""
-    from react_ros.adapters import KINDS, resolve_kind
+    from react_ros.registry import KINDS, resolve_kind
     words = list(sys.argv[1:] if argv is None else argv)
     if '-h' not in words and '--help' not in words:
         return None
@@ -125,7 +125,7 @@ COMMANDS = {'info': info.run, 'list': list_episodes.run, 'play': play.run_play,
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; its exit status (128 + the signal's number after a stop signal)."""
-    from react_ros.adapters import BROKEN
+    from react_ros.registry import BROKEN
     from react_ros.output import stop_requested
     if BROKEN:  # a kind folder of REACT_ROS_KINDS_PATH that does not load
         print(f'error: {BROKEN[0]}', file=sys.stderr)

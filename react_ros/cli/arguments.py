@@ -6,10 +6,11 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from react_ros.adapters import KINDS, kind_options
+from react_ros.registry import KINDS, kind_options
 from react_ros.errors import ReactRosError
 from react_ros.options import Option
-from react_ros.play_options import BY_NAME, H264_HELP, PLAY_OPTIONS
+from react_ros.convert_options import BAG_OPTIONS
+from react_ros.play_options import BY_NAME, FOXGLOVE_HOST, FOXGLOVE_PORT, PLAY_OPTIONS
 
 
 def positive(text: str) -> float:
@@ -34,32 +35,9 @@ def count(text: str) -> int:
 
 
 def bag_args(p: argparse.ArgumentParser) -> None:
-    """What goes into a bag: shared by convert and convert-all."""
-    from react_ros.sinks.bag import COMPRESSIONS, DEFAULT_COMPRESSION, IMAGE_MODES
-    p.add_argument('--images', choices=IMAGE_MODES, default='raw',
-                   help='raw (the default): sensor_msgs/Image; jpeg, png: sensor_msgs/CompressedImage as '
-                        'image_transport publishes it (labels and ids always lossless; depth: '
-                        'lossless TIFF with png, compressedDepth with jpeg); h264: '
-                        + H264_HELP)
-    add_option(p, BY_NAME['no_reencode'])
-    p.add_argument('--jpeg-quality', type=jpeg_quality, default=95, metavar='Q',
-                   help='1-100 (default 95)')
-    p.add_argument('--compression', choices=COMPRESSIONS, default=DEFAULT_COMPRESSION,
-                   help='MCAP chunk compression. auto (the default): per channel, '
-                        'CompressedImage and CompressedVideo uncompressed, small messages '
-                        'lz4, a raw image or point cloud stream lz4 unless lz4 saves under '
-                        '25%% of its first message; none, lz4, zstd: every chunk so')
-    p.add_argument('--no-space-check', action='store_true',
-                   help='write the bag even when its size, estimated early in the write, is '
-                        'more than the free space of the output\'s disk (by default such a '
-                        'bag is refused, leaving nothing behind)')
-
-
-def jpeg_quality(text: str) -> int:
-    value = int(text)
-    if not 1 <= value <= 100:
-        raise argparse.ArgumentTypeError(f'must be 1-100, got {text}')
-    return value
+    """What goes into a bag (convert_options.BagOptions): shared by convert and convert-all."""
+    for opt in BAG_OPTIONS:
+        add_option(p, opt)
 
 
 def _option_type(opt: Option):
@@ -149,18 +127,17 @@ def play_args(p: argparse.ArgumentParser) -> None:
 
 def foxglove_args(p: argparse.ArgumentParser) -> None:
     """`--foxglove [PORT]`: serve over the Foxglove WebSocket protocol instead of DDS."""
-    from react_ros.sinks.foxglove import DEFAULT_HOST, DEFAULT_PORT
 
     def port(text: str) -> int:
         if not text.isdigit() or int(text) > 65535:
             raise argparse.ArgumentTypeError(f'not a TCP port: {text!r}')
         return int(text)
-    p.add_argument('--foxglove', type=port, nargs='?', const=DEFAULT_PORT, default=None,
+    p.add_argument('--foxglove', type=port, nargs='?', const=FOXGLOVE_PORT, default=None,
                    metavar='PORT', help='serve the episode to Foxglove or Lichtblick (WebSocket, '
-                   f'default port {DEFAULT_PORT}; 0: a free one) instead of on DDS, playing once '
+                   f'default port {FOXGLOVE_PORT}; 0: a free one) instead of on DDS, playing once '
                    'a viewer subscribes; needs the [foxglove] extra')
-    p.add_argument('--foxglove-host', default=DEFAULT_HOST, metavar='HOST',
-                   help=f'address the Foxglove server binds (default {DEFAULT_HOST}: this '
+    p.add_argument('--foxglove-host', default=FOXGLOVE_HOST, metavar='HOST',
+                   help=f'address the Foxglove server binds (default {FOXGLOVE_HOST}: this '
                    'machine only)')
     p.add_argument('--foxglove-no-wait', action='store_true',
                    help='with --foxglove, do not hold the start until a viewer subscribes; '

@@ -6,11 +6,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from react_ros.adapters import EpisodeOptions, kind_options, open_episode, resolve_kind
+from react_ros.registry import EpisodeOptions, kind_options, missing, open_episode, resolve_kind
 from react_ros.adapters.base import DatasetKind
 from react_ros.errors import ReactRosError
-from react_ros.adapters import own_values
-from react_ros.options import KindOptions
+from react_ros.registry import own_values
+from react_ros.options import KindOptions, Option
 
 IMAGE_TYPE = 'sensor_msgs/msg/Image'  # what --images encodes
 
@@ -21,15 +21,18 @@ def _own_options(kind: DatasetKind, args: argparse.Namespace) -> KindOptions:
         kind_values(kind, args, f'{args.episode} is a {kind.name} episode'))
 
 
-def kind_values(kind: DatasetKind | None, args: argparse.Namespace,
-                 what: str) -> dict[str, object]:
-    """The flags the user set for `kind`'s own options (all of them for None: not known yet)."""
+def kind_values(kind: DatasetKind | None, args: argparse.Namespace, what: str,
+                skip: frozenset[str] = frozenset()) -> dict[str, object]:
+    """The flags the user set for `kind`'s own options (all of them for None: not known
+    yet); `skip`: names whose flag is the command's own, not a kind's (convert-all's
+    --verify, which kinds' FROM_RUN options follow)."""
+    def given(opt: Option) -> object:
+        return opt.default if opt.name in skip else getattr(args, opt.name, opt.default)
     if kind is None:
-        return {opt.name: getattr(args, opt.name) for _, opt in kind_options()
-                if getattr(args, opt.name, opt.default) != opt.default}
-    own = own_values(kind, lambda opt: getattr(args, opt.name, opt.default),
-                     lambda opt: opt.flag, what)
-    return {name: value for name, value in own.items() if hasattr(args, name)}
+        return {opt.name: given(opt) for _, opt in kind_options() if given(opt) != opt.default}
+    own = own_values(kind, given, lambda opt: opt.flag, what)
+    return {name: value for name, value in own.items()
+            if hasattr(args, name) and name not in skip}
 
 
 def open_given(args: argparse.Namespace, warn: bool = True):
@@ -41,8 +44,8 @@ def open_given(args: argparse.Namespace, warn: bool = True):
                                  own=_own_options(kind, args))
         episode = open_episode(args.episode, kind.name, options)
     except ReactRosError as refused:
-        if args.episode_id is not None:
-            raise
+        if args.episode_id is not None or missing(args.episode) is not None:
+            raise  # (a path that is not there is no release either)
         from react_ros.release.listing import many_episodes_hint
         hint = many_episodes_hint(args.episode, args.kind, str(refused))
         if hint is None:

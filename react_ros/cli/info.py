@@ -24,8 +24,8 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(bag_document(args.episode), indent=2) if args.json
               else describe_bag(args.episode))
         return 0
-    from react_ros.info import describe_facts, episode_facts
     episode = open_given(args, warn=False)
+    from react_ros.info import describe_facts, episode_facts
     facts = episode_facts(episode)
     print(json.dumps(facts, indent=2) if args.json else describe_facts(facts, episode.report))
     return 0

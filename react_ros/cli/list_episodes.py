@@ -5,7 +5,7 @@ import argparse
 import json
 from pathlib import Path
 
-from react_ros.adapters import KINDS
+from react_ros.registry import KINDS
 
 
 def add_parser(sub) -> None:

@@ -7,10 +7,12 @@ import os
 import sys
 from pathlib import Path
 
-from react_ros.adapters import KINDS, EpisodeOptions, open_episode
+from react_ros.errors import DatasetFormatError
+from react_ros.registry import KINDS, EpisodeOptions, missing, open_episode
 from react_ros.cli.arguments import episode_args, play_args
 from react_ros.cli.episode import check_images, open_given
 from react_ros.cli.sample import write_sample
+from react_ros.play_options import PlayOptions
 from react_ros.ros.isolation import RANGE_VAR, announce, keep_discovery_local
 from react_ros.sinks.report import shows
 
@@ -33,11 +35,24 @@ def add_parsers(sub) -> None:
 
 
 def _play(episode, args: argparse.Namespace, show_rates: bool = False) -> int:
-    from react_ros.play import play_episode
-    return play_episode(episode, args, show_rates=show_rates)
+    """Below the CLI: PlayOptions (the user's), what the CLI decides, no Namespace."""
+    from react_ros.play import FoxgloveServing, play_episode
+    from react_ros.sinks.live import PlayerRuntime
+    foxglove = None if args.foxglove is None else FoxgloveServing(
+        args.foxglove, args.foxglove_host, wait_for_viewer=not args.foxglove_no_wait)
+    # ros2 bag's --disable-keyboard-controls; the keys need stdin to be a terminal anyway
+    runtime = PlayerRuntime(node_name=args.node_name,
+                            keyboard=not getattr(args, 'disable_keyboard_controls', False))
+    return play_episode(episode, PlayOptions.from_args(args), runtime,
+                        state_publisher=not args.no_state_publisher, foxglove=foxglove,
+                        show_rates=show_rates)
 
 
 def run_play(args: argparse.Namespace) -> int:
+    why = missing(args.episode)
+    if why is not None:  # refused at once, before the player and ROS are loaded
+        raise DatasetFormatError(args.episode, why)
+
     def opened():
         episode = open_given(args, warn=shows('warn', args.log_level))
         check_images(episode, episode.streams, args.images)

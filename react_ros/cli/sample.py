@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from react_ros.adapters import KINDS
+from react_ros.registry import KINDS
 from react_ros.cli.arguments import count, positive
 from react_ros.errors import ReactRosError
 

@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from react_ros.adapters import KINDS, detect_kind, open_episode
+from react_ros.registry import KINDS, detect_kind, open_episode
 from react_ros.adapters.base import Episode, EpisodeOptions
 from react_ros.errors import DatasetFormatError
 from react_ros.formats.times import MAX_NS

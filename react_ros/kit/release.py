@@ -17,7 +17,7 @@ from typing import Any, Callable
 import pytest
 
 from react_ros import cli
-from react_ros.adapters import KINDS, DatasetKind, EpisodeRef, find_release
+from react_ros.registry import KINDS, DatasetKind, EpisodeRef, find_release
 
 def write_small_sample(kind: str, out: Path, **kwargs: Any) -> Path:
     """The kind's sample (kwargs: seed, episodes, ...) at its small size: the smallest

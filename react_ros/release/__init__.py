@@ -1,6 +1,6 @@
 """`react-ros convert-all`: every episode of a release into its own bag, resumably.
 
-    convert_all(root, out_dir, ConvertSettings(...), workers=N | ray=ADDRESS)
+    convert_all(root, out_dir, ConvertAllOptions(workers=N | ray=ADDRESS, ...), kind=, own=)
 
 The release's kind finds its episodes (DatasetKind.find_episodes); each becomes
 OUTDIR/<episode id>/ through the same bag writer as `convert`, in a worker process
@@ -21,21 +21,21 @@ import os
 import signal
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Iterator
+from typing import Any, Iterator, Mapping
 
-from react_ros.adapters import find_release, kind_options
+from react_ros.convert_options import ConvertAllOptions
+from react_ros.registry import find_release
 from react_ros.adapters.base import DatasetKind, EpisodeRef
 from react_ros.errors import SinkError
-from react_ros.adapters import own_values
+from react_ros.registry import own_values
 from react_ros.progress import Progress
 from react_ros.release import index
 from react_ros.release.index import CONVERTED, FAILED, REFUSED, Entry
 from react_ros.release.runners import default_workers, run_local, run_ray
-from react_ros.release.task import ConvertSettings, Outcome, Task, environmental
+from react_ros.release.task import Outcome, Task, environmental
 from react_ros.release.usage import RunUsage
-from react_ros.sinks.bag import is_react_ros_bag
 from react_ros.progress import size_text
 from react_ros.output import check_stop, output_path, stop_requested, stop_signals_flag
 
@@ -53,36 +53,39 @@ class Plan:
 
 
 def convert_all(root: str | os.PathLike[str], out: str | os.PathLike[str],
-                settings: ConvertSettings, *, workers: int | None = None,
-                ray: str | None = None, verify: bool = False, progress: bool = False,
+                options: ConvertAllOptions | None = None, *, kind: str | None = None,
+                own: Mapping[str, Any] | None = None, progress: bool = False,
                 quiet: bool = False) -> int:
     """Convert the release at `root` into `out`; 0 all converted, 1 some not.
 
-    `ray`: None runs on local processes; '' a local Ray; else a Ray address.
+    `options.ray`: None runs on local processes; '' a local Ray; else a Ray address.
+    `kind`: None detects it; `own`: the kind's options the user set, by name.
     A ROOT or OUTDIR that cannot be used raises ReactRosError (exit 2).
     """
+    run = ConvertAllOptions() if options is None else options
     root = Path(os.path.abspath(root))
-    kind, episodes = find_release(root, settings.kind)
-    if verify and any(opt.name == 'verify' for k, opt in kind_options() if k is kind):
-        # A kind with its own content check (TrueTrace's MANIFEST) runs it too.
-        settings = replace(settings, own={**settings.own, 'verify': True})
-    _check_own_options(kind, settings, root)
+    found, episodes = find_release(root, kind)
+    own = dict(own or {})
+    _check_own_options(found, own, root)
+    # The kind's options that follow the run's of the same name (TrueTrace's verify).
+    own.update({name: getattr(run, name) for name in sorted(found.options.FROM_RUN)
+                if getattr(run, name)})
     out_dir = output_path(out, option='-o/--output', inputs=[root])
     _prepare_out_dir(out_dir)
     with _exclusive(out_dir), stop_signals_flag():
-        plan = _plan(kind, root, out_dir, episodes, settings, verify)
-        index.save(out_dir, root, kind.name, plan.entries.values())
-        usage = _run(plan, settings, workers or default_workers(), ray, verify, progress)
+        plan = _plan(found, root, out_dir, episodes, run, own)
+        index.save(out_dir, root, found.name, plan.entries.values())
+        usage = _run(plan, run, own, progress)
         if stop_requested():  # Interrupted (exit 128 + signal); the index holds what finished
             _report_stop(plan, quiet)
             check_stop()
     return _report(plan, quiet, usage)
 
 
-def _check_own_options(kind: DatasetKind, settings: ConvertSettings, root: Path) -> None:
-    own_values(kind, lambda opt: settings.own.get(opt.name, opt.default), lambda opt: opt.flag,
+def _check_own_options(kind: DatasetKind, own: Mapping[str, Any], root: Path) -> None:
+    own_values(kind, lambda opt: own.get(opt.name, opt.default), lambda opt: opt.flag,
                f'{root} is a {kind.name} release')  # the one refusal of another kind's option
-    kind.options.from_values(settings.own)  # values are checked once, here, not per episode
+    kind.options.from_values(dict(own))  # values are checked once, here, not per episode
 
 
 def _prepare_out_dir(out_dir: Path) -> None:
@@ -130,9 +133,9 @@ def _bag_dir(out_dir: Path, ref: EpisodeRef) -> Path:
 
 
 def _plan(kind: DatasetKind, root: Path, out_dir: Path, episodes: list[EpisodeRef],
-          settings: ConvertSettings, verify: bool) -> Plan:
+          run: ConvertAllOptions, own: dict[str, Any]) -> Plan:
     previous = index.load(out_dir)
-    key = settings.key()
+    key, verify = run.key(own), run.verify
     prints = index.Fingerprints(root, verify)
     entries: dict[str, Entry] = {}
     todo = []
@@ -174,6 +177,7 @@ def _still_good(old: Entry, bag: Path, stat: str, content: str, key: dict[str, o
     if not same_source or old.settings != key:
         return False
     if old.status == CONVERTED:
+        from react_ros.sinks.bag import is_react_ros_bag  # (the CLI's start stays light)
         return is_react_ros_bag(bag)
     return old.status == REFUSED  # a refusal repeats until the episode changes
 
@@ -192,16 +196,16 @@ def _entry(ref: EpisodeRef, root: Path, out_dir: Path, outcome: Outcome, stat: s
                  fingerprint=stat, content=content, settings=key)
 
 
-def _run(plan: Plan, settings: ConvertSettings, workers: int, ray: str | None,
-         verify: bool, show: bool) -> str:
+def _run(plan: Plan, run: ConvertAllOptions, own: dict[str, Any], show: bool) -> str:
     """Runs the plan's episodes; returns what limited the run (release/usage.py)."""
     if not plan.todo:
         return ''
+    workers, ray = run.workers or default_workers(), run.ray
     usage = RunUsage(min(workers, len(plan.todo)))
     task_seconds = 0.0
     refs = {r.id: r for r in plan.todo}
     tasks = [Task(plan.kind.name, ref, str(plan.root), str(_bag_dir(plan.out_dir, ref)),
-                  settings) for ref in plan.todo]
+                  run, own) for ref in plan.todo]
     outcomes: Iterator[Outcome] = (run_local(tasks, workers) if ray is None
                                    else run_ray(tasks, ray or None, workers))
     meter = _Meter(len(plan.todo), Progress() if show else None)
@@ -289,4 +293,4 @@ def _report(plan: Plan, quiet: bool, usage: str) -> int:
     return 1 if bad else 0
 
 
-__all__ = ['ConvertSettings', 'convert_all']
+__all__ = ['convert_all']

@@ -9,7 +9,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from react_ros.adapters import find_release
+from react_ros.registry import find_release
 from react_ros.adapters.base import DatasetKind, EpisodeRef
 from react_ros.errors import DatasetFormatError, ReactRosError
 

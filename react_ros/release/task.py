@@ -18,38 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from react_ros.adapters.base import EpisodeRef
-from react_ros.sinks.bag import DEFAULT_COMPRESSION
-
-
-@dataclass(frozen=True)
-class ConvertSettings:
-    """What every bag of the run is made with (convert's own options)."""
-
-    kind: str | None = None  # None: detected from the release
-    image_scale: float = 1.0
-    images: str = 'raw'
-    jpeg_quality: int = 95
-    compression: str = DEFAULT_COMPRESSION
-    own: dict[str, Any] = field(default_factory=dict)  # the kind's options the user set
-    no_reencode: bool = False  # --images h264: refuse a video that would need re-encoding
-    # refuse a bag estimated bigger than the free space (failed, not refused: the disk's
-    # fault); not in key(): it changes whether a bag is written, never its bytes
-    space_check: bool = True
-
-    def key(self) -> dict[str, Any]:
-        """What changes a bag's bytes: a run with a different key converts again."""
-        key: dict[str, Any] = {'image_scale': self.image_scale, 'images': self.images,
-                               'compression': self.compression,
-                               'own': {k: _plain(v) for k, v in sorted(self.own.items())}}
-        if self.images == 'jpeg':
-            key['jpeg_quality'] = self.jpeg_quality
-        if self.images == 'h264':  # refusing or re-encoding: another outcome, so convert again
-            key['no_reencode'] = self.no_reencode
-        return key
-
-
-def _plain(value: Any) -> Any:
-    return value if isinstance(value, (str, int, float, bool, type(None))) else str(value)
+from react_ros.convert_options import ConvertAllOptions
 
 
 @dataclass(frozen=True)
@@ -58,7 +27,8 @@ class Task:
     ref: EpisodeRef
     root: str  # the release, which the output must stay out of
     out: str  # OUTDIR/<id>
-    settings: ConvertSettings
+    options: ConvertAllOptions
+    own: dict[str, Any] = field(default_factory=dict)  # the kind's options the user set
 
 
 @dataclass(frozen=True)
@@ -80,23 +50,21 @@ def convert_episode(task: Task) -> Outcome:
     I/O error), tried again by the next run. A stop signal still propagates: the
     run is being stopped, not this episode failed.
     """
-    from react_ros.adapters import KINDS, EpisodeOptions, open_episode
+    from react_ros.registry import KINDS, EpisodeOptions, open_episode
     from react_ros.errors import ReactRosError, interrupt_behind
     from react_ros.release.index import CONVERTED, FAILED, REFUSED
     from react_ros.sinks.bag import write_bag
     from react_ros.sinks.disk_space import SizeWatch
 
     start = time.monotonic()
-    ref, s = task.ref, task.settings
+    ref, run = task.ref, task.options
     try:
         kind = KINDS[task.kind]
-        options = EpisodeOptions(image_scale=s.image_scale, episode=ref.episode,
-                                 own=kind.options.from_values(s.own))
+        options = EpisodeOptions(image_scale=run.image_scale, episode=ref.episode,
+                                 own=kind.options.from_values(task.own))
         episode = open_episode(ref.path, kind.name, options)
-        summary = write_bag(episode, task.out, overwrite=True, images=s.images,
-                            jpeg_quality=s.jpeg_quality, compression=s.compression,
-                            reencode=not s.no_reencode, inputs=[Path(task.root)],
-                            size=SizeWatch(check=s.space_check))
+        summary = write_bag(episode, task.out, run.bag(), overwrite=True,
+                            inputs=[Path(task.root)], size=SizeWatch(check=not run.no_space_check))
     except ReactRosError as err:
         # The output's disk or a read failing under us is the machine's fault, not the
         # episode's: failed, tried again by the next run (a refusal would stay for ever).
@@ -173,5 +141,5 @@ def init_worker(parent_pid: int) -> None:
         os._exit(1)
 
 
-__all__ = ['ENVIRONMENT_ERRNOS', 'ConvertSettings', 'Outcome', 'Task', 'convert_episode',
+__all__ = ['ENVIRONMENT_ERRNOS', 'Outcome', 'Task', 'convert_episode',
            'environmental', 'init_worker', 'tree_bytes']

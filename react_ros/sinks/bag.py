@@ -47,6 +47,7 @@ from react_ros.sinks.readahead import Cancelled, ReadAhead, message_bytes
 from react_ros.sinks.selection import BagSelection, TopicFilter, fold_topics
 from react_ros.sinks.selection import select_streams as select_streams
 from react_ros.streams import Event, Stream, VideoSource, merge
+from react_ros.convert_options import ConvertOptions
 
 if TYPE_CHECKING:
     from react_ros.adapters.base import Episode
@@ -63,26 +64,20 @@ JOIN_S = 10.0
 CHUNK_SIZE = 4 * 1024 * 1024
 # What rmw reports for "no deadline / lifespan / lease" and rosbag2 therefore records.
 _INFINITE = {'sec': 9223372036, 'nsec': 854775807}
-# 'auto' chooses per channel (chunk_compression); the others apply to every chunk.
-COMPRESSIONS = ('auto', 'none', 'zstd', 'lz4')
-_COMPRESSION = {name: name for name in COMPRESSIONS}
 # Measured with bench/bench_convert.py once the writer was pipelined (docs/speed.md): on
 # raw UMI images lz4 made the bag 0.82x in the same convert time as none (it runs on the
 # writer's threads), zstd 0.60x at 1.9x the time and 3x the reading time; JPEG, PNG and
 # video bytes do not compress further (lz4 saves under 1 %). Small messages (TF, joint
 # states, poses) compress 3-10x. So 'auto': compressed payloads go in uncompressed
 # chunks, small messages in lz4 chunks, and the big messages of a heavy stream (raw
-# images, point clouds) by what lz4 does to the stream's first one.
-DEFAULT_COMPRESSION = 'auto'
+# images, point clouds) by what lz4 does to the stream's first one (the default,
+# convert_options.DEFAULT_COMPRESSION).
 # Types whose payloads are compressed already: their chunks are written as they are.
 PRECOMPRESSED = frozenset({'sensor_msgs/msg/CompressedImage',
                            'foxglove_msgs/msg/CompressedVideo'})
 # A heavy stream whose first message lz4 shrinks by less than this share is written
 # uncompressed (a camera's noise barely compresses; depth, labels and clouds do).
 PROBE_MIN_SAVING = 0.25
-# raw: sensor_msgs/Image; jpeg, png: CompressedImage as image_transport writes it;
-# h264: the videos as foxglove_msgs/CompressedVideo (sinks/compressed_video.py).
-IMAGE_MODES = ('raw', 'jpeg', 'png', 'h264')
 
 
 @dataclass(frozen=True)
@@ -94,14 +89,12 @@ class BagSummary:
     duration_ns: int
 
 
-def write_bag(episode: Episode, out_dir: str | os.PathLike[str], *, overwrite: bool = False,
-              topics: Sequence[str] | None = None, exclude: Sequence[str] | None = (),
+def write_bag(episode: Episode, out_dir: str | os.PathLike[str],
+              options: ConvertOptions | None = None, *, overwrite: bool = False,
               progress: Callable[[int, int], None] | None = None,
-              compression: str = DEFAULT_COMPRESSION, inputs: Sequence[Path] = (),
-              images: str = 'raw', jpeg_quality: int = 95,
-              reencode: bool = True, regex: str = '', exclude_regex: str = '',
-              size: SizeWatch | None = None) -> BagSummary:
-    """Convert every stream of `episode` (robot state too) into a bag at `out_dir`.
+              inputs: Sequence[Path] = (), size: SizeWatch | None = None) -> BagSummary:
+    """Convert every stream of `episode` (robot state too) into a bag at `out_dir`, as
+    `options` asks (react_ros/convert_options.py; None: the defaults).
 
     Where it may write, and how it never leaves half a bag: react_ros/output.py
     (`inputs`: more paths it must stay out of, such as the path the user named).
@@ -111,25 +104,22 @@ def write_bag(episode: Episode, out_dir: str | os.PathLike[str], *, overwrite: b
     not know its count). `images` 'jpeg' / 'png' writes each Image stream as
     CompressedImage the way image_transport does (sinks/image_encoding.py); 'h264' writes
     each video-backed Image stream as CompressedVideo, its packets passed through or
-    re-encoded where they cannot be, and with `reencode` False refuses the latter
+    re-encoded where they cannot be, and with `no_reencode` refuses the latter
     (sinks/compressed_video.py); 'raw' leaves the streams as they are. `topics`,
-    `exclude`, `regex`, `exclude_regex` choose streams as sinks/selection.py says.
+    `exclude_topics`, `regex`, `exclude_regex` choose streams as sinks/selection.py says.
     `size` follows the bag's bytes and data time and gets its estimate; unless it says
     not to (`check`), a bag estimated bigger than its disk's free space is refused
     early with NotEnoughSpace, leaving nothing (sinks/disk_space.py).
     """
+    opts = ConvertOptions() if options is None else options
     out = output_path(out_dir, option='-o/--output', inputs=[*inputs, episode.path])
-    if compression not in _COMPRESSION:
-        raise SinkError(f'{out}: unknown compression {compression!r} '
-                        f'(one of {", ".join(_COMPRESSION)})')
     # planned, and refused where it must be, before anything is written
-    wanted = TopicFilter(None if topics is None else tuple(topics), tuple(exclude or ()),
-                         regex, exclude_regex)
-    selection = BagSelection(episode.streams, wanted, images,
-                             jpeg_quality=jpeg_quality, reencode=reencode)
+    wanted = TopicFilter(opts.topics, opts.exclude_topics, opts.regex, opts.exclude_regex)
+    selection = BagSelection(episode.streams, wanted, opts.images,
+                             jpeg_quality=opts.jpeg_quality, reencode=not opts.no_reencode)
     with staged(out, overwrite=overwrite, ours=is_react_ros_bag, noun='react_ros bag') as tmp, \
             selection as streams:
-        return _write(episode, streams, tmp, out, progress, compression, images,
+        return _write(episode, streams, tmp, out, progress, opts.compression, opts.images,
                       SizeWatch() if size is None else size)
 
 

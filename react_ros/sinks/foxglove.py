@@ -63,16 +63,16 @@ from react_ros.ros.serialization import cdr_payload
 from react_ros.ros.stop_signals import StopSignals
 from react_ros.sinks import timeline as tl
 from react_ros.sinks.keyboard import start_keyboard
-from react_ros.sinks.live import MAX_LAG_S, TF_MESSAGE, PlayerSettings, pass_events
+from react_ros.sinks.live import MAX_LAG_S, TF_MESSAGE, PlayerRuntime, pass_events
 from react_ros.sinks.live import resolved_remap, topic_filter
 from react_ros.sinks.report import Report
 from react_ros.sinks.readahead import Cancelled
 from react_ros.sinks.selection import fold_topics, player_conflict, published_names
 from react_ros.sinks.selection import select_for_play
 from react_ros.streams import Stream
+from react_ros.play_options import FOXGLOVE_HOST, FOXGLOVE_PORT, PlayOptions
 
-DEFAULT_PORT = 8765
-DEFAULT_HOST = '127.0.0.1'
+DEFAULT_PORT, DEFAULT_HOST = FOXGLOVE_PORT, FOXGLOVE_HOST  # declared with play's options
 # Messages buffered per client before the oldest is dropped (the SDK's default is
 # 1024: a gigabyte and more of full-size images for a client that stalls).
 BACKLOG = 256
@@ -94,9 +94,9 @@ def require_sdk() -> Any:
     return foxglove
 
 
-def check_foxglove_options(options: PlayerSettings) -> None:
+def check_foxglove_options(options: PlayOptions) -> None:
     """Refuse what has no meaning without DDS instead of ignoring it."""
-    if options.drop_late_s is not None:
+    if options.drop_late is not None:
         raise ReactRosError('--drop-late applies to DDS subscribers; with --foxglove the server '
                             f'drops the oldest of {BACKLOG} messages a slow client has not taken')
 
@@ -107,24 +107,25 @@ class FoxgloveServer:
     Port 0 takes a free one (`port` says which once constructed).
     """
 
-    def __init__(self, episode: Episode, options: PlayerSettings | None = None, *,
-                 host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
-                 wait_for_viewer: bool = True) -> None:
+    def __init__(self, episode: Episode, options: PlayOptions | None = None,
+                 runtime: PlayerRuntime | None = None, *, host: str = DEFAULT_HOST,
+                 port: int = DEFAULT_PORT, wait_for_viewer: bool = True) -> None:
         fox = require_sdk()
         from foxglove.websocket import Capability
         self.episode = episode
-        self.options = opts = options or PlayerSettings()
+        self.options = opts = options or PlayOptions()
+        self.runtime = run = runtime or PlayerRuntime()
         check_foxglove_options(opts)
         self.report = Report(opts.log_level)
-        self.streams = _select(episode, opts)
+        self.streams = _select(episode, opts, run.node_name)
         # no ROS node here: names resolve as the player node's would (--node-name)
-        self._remap = resolved_remap(opts.remap, opts.node_name)
+        self._remap = resolved_remap(opts.remap_rules, run.node_name)
         try:
             self.timeline = tl.Timeline(
                 episode.start_ns, episode.end_ns, rate=opts.rate,
-                start_offset_s=opts.start_offset_s, playback_duration_s=opts.playback_duration_s,
+                start_offset_s=opts.start_offset, playback_duration_s=opts.playback_duration,
                 start_paused=opts.start_paused, loop=opts.loop,
-                tick_s=1.0 / opts.clock_hz if opts.clock_hz > 0 else 0.1,
+                tick_s=1.0 / opts.clock if opts.clock > 0 else 0.1,
                 until_ns=opts.playback_until_ns)
         except ValueError as err:
             raise ReactRosError(f'{episode.path}: {err}') from None
@@ -245,7 +246,7 @@ class FoxgloveServer:
         # as the DDS player: the first SIGINT/SIGTERM stops, the same Ctrl-C delivered twice
         # is one stop, a later one ends the process at once (stop_signals.py)
         restore = StopSignals('react-ros play', self.stop).restore
-        keyboard = start_keyboard(self.options.keyboard, self.timeline, self.report.info)
+        keyboard = start_keyboard(self.runtime.keyboard, self.timeline, self.report.info)
         try:
             self._wait_for_client()
             self._serve()
@@ -265,7 +266,7 @@ class FoxgloveServer:
     def _wait_for_client(self) -> None:
         """Hold the timeline at its first stamp until a client subscribes: unbounded when
         waiting for a viewer, else at most --wait-for-subscribers."""
-        bound = math.inf if self.wait_for_viewer else self.options.wait_for_subscribers_s
+        bound = math.inf if self.wait_for_viewer else self.options.wait_for_subscribers
         first = self.timeline.first_ns
         deadline = time.monotonic() + bound
         while bound > 0 and not self._subscribed.is_set() and not self.timeline.stopped:
@@ -307,7 +308,7 @@ class FoxgloveServer:
             else:
                 self._tick(t_ns)
         try:
-            with pass_events(self.streams, from_ns, self.options.read_ahead_bytes, t,
+            with pass_events(self.streams, from_ns, self.runtime.read_ahead_bytes, t,
                              clock) as events:
                 for ev in events:
                     if ev.t_ns > t.limit_ns:
@@ -390,14 +391,14 @@ def _listener(owner: FoxgloveServer) -> Any:
     return Listener()
 
 
-def _select(episode: Episode, opts: PlayerSettings) -> list[Stream]:
+def _select(episode: Episode, opts: PlayOptions, node: str) -> list[Stream]:
     """The streams to serve: robot state included (no robot_state_publisher runs here)."""
     return select_for_play(episode.path, episode.streams, topic_filter(opts),
-                           robot_state=True, node=opts.node_name)
+                           robot_state=True, node=node)
 
 
-def serve_episode(episode: Episode | Callable[[], Episode], options: PlayerSettings, *,
-                  host: str, port: int, images: str = 'raw', reencode: bool = True,
+def serve_episode(episode: Episode | Callable[[], Episode], options: PlayOptions,
+                  runtime: PlayerRuntime | None = None, *, host: str, port: int,
                   wait_for_viewer: bool = True) -> int:
     """`react-ros play --foxglove`: open the episode (the SDK checked first), serve it.
 
@@ -408,11 +409,11 @@ def serve_episode(episode: Episode | Callable[[], Episode], options: PlayerSetti
     from react_ros.sinks.compressed_video import episode_with_images
     if callable(episode):
         episode = episode()
-    episode = episode_with_images(episode, images, reencode=reencode,
+    episode = episode_with_images(episode, options.images, reencode=not options.no_reencode,
                                   notes=Report(options.log_level).info)
-    server = FoxgloveServer(episode, options, host=host, port=port,
+    server = FoxgloveServer(episode, options, runtime, host=host, port=port,
                             wait_for_viewer=wait_for_viewer)
-    line = serving_line(episode.path, server.url, wait_for_viewer, options.wait_for_subscribers_s)
+    line = serving_line(episode.path, server.url, wait_for_viewer, options.wait_for_subscribers)
     if wait_for_viewer:  # even with -q: a player that waits in silence looks hung
         server.report.info(f'react-ros play: {line}')
     else:

@@ -50,7 +50,7 @@ import threading
 import time
 from collections import deque
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import rclpy
@@ -81,6 +81,7 @@ from react_ros.sinks.selection import CLOCK, Topic, TopicFilter, fold_topics, pl
 from react_ros.sinks.selection import published_names, select_for_play
 from react_ros.sinks.services import make_services
 from react_ros.streams import Event, Stream, merge
+from react_ros.play_options import PlayOptions
 
 TF_MESSAGE = 'tf2_msgs/msg/TFMessage'
 CLOCK_TYPE = 'rosgraph_msgs/msg/Clock'
@@ -92,44 +93,18 @@ STATE_PUBLISHER = 'robot_state_publisher'
 JOINT_STATES = '/joint_states'
 
 
-@dataclass
-class PlayerSettings:
-    """What the playing sinks play with; built from the user's PlayOptions
-    (react_ros/play_options.py) by PlayOptions.for_player."""
+@dataclass(frozen=True)
+class PlayerRuntime:
+    """What the entry point (play, the player node, a benchmark) decides about a run, not
+    the user: the user's choices are PlayOptions (react_ros/play_options.py), passed to
+    the player as they are. No field of PlayOptions is repeated here."""
 
-    rate: float = 1.0
-    loop: bool = False
-    start_offset_s: float = 0.0
-    playback_duration_s: float | None = None  # dataset seconds per pass; None = to the end
-    start_paused: bool = False
-    # stop after the messages stamped at or before this (ros2 bag's --playback-until-*);
-    # with playback_duration_s, the later of the two ends a pass
-    playback_until_ns: int | None = None
-    clock_hz: float = 100.0  # 0 disables /clock
-    # which topics (sinks/selection.py): None = all; relative names as ROS resolves them
-    topics: Sequence[str] | None = None
-    exclude_topics: Sequence[str] = ()
-    regex: str = ''  # whole-name match, as rosbag2's
-    exclude_regex: str = ''
-    remap: Mapping[str, str] = field(default_factory=dict)
-    # what react_ros prints on stderr besides errors, and the player node's logger level
-    log_level: str = 'info'
     node_name: str = 'react_ros_player'
-    quiet: bool = False
     keyboard: bool = True
     read_ahead_bytes: int = 256 * 2**20
     # Keep each message's lateness against its scheduled wall time (for the
     # benchmark); off by default so memory stays flat however long the episode.
     record_lateness: bool = False
-    # True: the player also publishes the Role.ROBOT_STATE streams itself
-    # (/robot_description, /tf_static of fixed joints, /tf of movable joints);
-    # by default a (real or drop-in) robot_state_publisher does that.
-    publish_robot_state: bool = False
-    delay_s: float = 0.0  # wait before playing and before each loop, as `ros2 bag play -d`
-    # Before the timeline starts: wait at most this long for DDS discovery to
-    # settle (discovery.py), so subscribers that already run get the first
-    # message; 0 = start at once.
-    wait_for_subscribers_s: float = 2.0
     # A robot_state_publisher (ours or another's, by its node name) will subscribe
     # /joint_states: before the first message, wait until the graph shows it, however
     # long a busy machine takes to start it (up to STATE_PUBLISHER_WAIT_S), then
@@ -140,10 +115,6 @@ class PlayerSettings:
     # A subscriber starved of CPU took longer than 2 s here (2 cores kept busy).
     wait_for_acks_s: float = 5.0
     on_stats: Callable[['PlaybackStats'], None] | None = None  # called about once a second
-    # None: flow control, nothing is dropped and the timeline slows down when
-    # readers cannot keep up. A number of seconds: keep real time, and drop a
-    # heavy (image) message later than that or whose readers are a window behind.
-    drop_late_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -188,20 +159,21 @@ class Player:
     (time.monotonic(); default: now): the discovery wait counts from there.
     """
 
-    def __init__(self, episode: Episode, options: PlayerSettings | None = None, *,
-                 node: Node | None = None, context: Context | None = None,
-                 since: float | None = None) -> None:
+    def __init__(self, episode: Episode, options: PlayOptions | None = None,
+                 runtime: PlayerRuntime | None = None, *, node: Node | None = None,
+                 context: Context | None = None, since: float | None = None) -> None:
         self.episode = episode
-        self.options = opts = options or PlayerSettings()
+        self.options = opts = options or PlayOptions()
+        self.runtime = run = runtime or PlayerRuntime()
         self.report = Report(opts.log_level)
         # names resolve as the node publishing them does (its name, in the root namespace)
-        name = node.get_name() if node is not None else opts.node_name
+        name = node.get_name() if node is not None else run.node_name
         # every refusal before any DDS entity of ours exists (check_playable)
         self.streams, self._topics, self._remap = _plan(episode, opts, name)
         self.timeline = tl.Timeline(
-            episode.start_ns, episode.end_ns, rate=opts.rate, start_offset_s=opts.start_offset_s,
-            playback_duration_s=opts.playback_duration_s, start_paused=opts.start_paused,
-            loop=opts.loop, tick_s=1.0 / opts.clock_hz if opts.clock_hz > 0 else 0.1,
+            episode.start_ns, episode.end_ns, rate=opts.rate, start_offset_s=opts.start_offset,
+            playback_duration_s=opts.playback_duration, start_paused=opts.start_paused,
+            loop=opts.loop, tick_s=1.0 / opts.clock if opts.clock > 0 else 0.1,
             until_ns=opts.playback_until_ns)
 
         self._born = time.monotonic() if since is None else since
@@ -211,7 +183,7 @@ class Player:
             rclpy.init(args=[], context=context, signal_handler_options=SignalHandlerOptions.NO)
         self._own_node = node is None
         try:
-            self.node = node if node is not None else player_node(opts.node_name, context)
+            self.node = node if node is not None else player_node(run.node_name, context)
         except ReactRosError:
             if self._own_context:
                 rclpy.try_shutdown(context=context)
@@ -237,7 +209,7 @@ class Player:
         self._first_pub: float | None = None  # wall times of the first and last data message
         self._last_pub = 0.0
         self._first_pub_ns = self._last_pub_ns = 0  # and their dataset times
-        self._lateness: list[float] | None = [] if opts.record_lateness else None
+        self._lateness: list[float] | None = [] if run.record_lateness else None
 
         self._publishers: dict[str, Any] = {}
         self._windows: dict[str, AckWindow] = {}
@@ -246,7 +218,7 @@ class Player:
         try:
             self._make_publishers()
             self._clock_pub = self.node.create_publisher(Clock, '/clock', qos.CLOCK) \
-                if opts.clock_hz > 0 else None
+                if opts.clock > 0 else None
             self._services = make_services(self.node, self.timeline)
         except BaseException:
             self.close()
@@ -344,7 +316,7 @@ class Player:
         spinner.start()
         self.node.get_logger().debug(
             'playing ' + ', '.join(sorted({self._out_topic(s.topic) for s in self.streams})))
-        keyboard = start_keyboard(self.options.keyboard, self.timeline, self.report.info)
+        keyboard = start_keyboard(self.runtime.keyboard, self.timeline, self.report.info)
         flushed = False
         try:
             self._play()
@@ -401,8 +373,8 @@ class Player:
         start: int | None = self.timeline.first_ns
         from_start = True  # the first pass, or a loop's: ros2 bag's --delay comes first
         while start is not None and not self.timeline.stopped:
-            if from_start and self.options.delay_s > 0:
-                self.timeline.sleep(self.options.delay_s)
+            if from_start and self.options.delay > 0:
+                self.timeline.sleep(self.options.delay)
             outcome = self._play_pass(start)
             start = self.timeline.next_pass(outcome)
             from_start = outcome == tl.END
@@ -415,9 +387,9 @@ class Player:
     def _play_pass(self, from_ns: int) -> str:
         timeline = self.timeline
         try:
-            with pass_events(self.streams, from_ns, self.options.read_ahead_bytes, timeline,
+            with pass_events(self.streams, from_ns, self.runtime.read_ahead_bytes, timeline,
                              self._publish_clock, self._before_first,
-                             serialise=self.options.drop_late_s is None) as events:
+                             serialise=self.options.drop_late is None) as events:
                 with self._stats_lock:
                     self._pass += 1
                     self._played_ns = from_ns - timeline.t0
@@ -446,7 +418,7 @@ class Player:
             if action == tl.GO:
                 if self._lateness is not None:
                     self._lateness.append(time.monotonic() - timeline.last_due)
-                if self.options.drop_late_s is None:
+                if self.options.drop_late is None:
                     timeline.slip(ev.t_ns, MAX_LAG_S)
             self._played_ns = ev.t_ns - timeline.t0
             if action == tl.STEP:
@@ -457,7 +429,7 @@ class Player:
 
     def _drops(self, topic: str, t_ns: int) -> bool:
         """With drop_late_s: whether this heavy message is dropped to keep real time."""
-        bound = self.options.drop_late_s
+        bound = self.options.drop_late
         if bound is None or topic not in self._heavy_topics:
             return False
         window = self._windows.get(topic)
@@ -529,7 +501,7 @@ class Player:
                 last_tick = now
                 self._publish_clock(clock_ns)
         self._wait_for_state_publisher(hold_clock)
-        bound = self.options.wait_for_subscribers_s
+        bound = self.options.wait_for_subscribers
         if bound <= 0:
             return
         pubs = [(pub, s.msg_type, pub.qos_profile) for s in self.streams
@@ -549,7 +521,7 @@ class Player:
         /joint_states subscription (ours subscribes once it can deliver /tf to the
         subscribers already running: ros/state_publisher.py)."""
         joint_states = [t for t in self._publishers if self._out_topic(t) == JOINT_STATES]
-        if not (self.options.expect_state_publisher and joint_states):
+        if not (self.runtime.expect_state_publisher and joint_states):
             return
         seen = discovery.wait_until(
             lambda: discovery.subscribed_by(self.node, JOINT_STATES, STATE_PUBLISHER),
@@ -568,7 +540,7 @@ class Player:
         With asynchronous publishing the last messages may still sit in the
         writer's queue; they are lost when the node goes away.
         """
-        bound = self.options.wait_for_acks_s
+        bound = self.runtime.wait_for_acks_s
         if bound <= 0 or not self.node.context.ok():
             return
         deadline = time.monotonic() + bound
@@ -612,7 +584,7 @@ class Player:
                                for t, s in stats.topics.items() if s.dropped)
             total = stats.dropped + stats.published
             self.report.warn(f'dropped {stats.dropped} of {total} messages to keep real time '
-                             f'(--drop-late {self.options.drop_late_s:g} s): {detail}')
+                             f'(--drop-late {self.options.drop_late:g} s): {detail}')
 
     def _progress(self, force: bool = False, final: bool = False) -> None:
         now = time.monotonic()
@@ -623,9 +595,9 @@ class Player:
             if not self._history or now - self._history[-1][0] >= 0.5:
                 self._history.append((now, dict(self._counts), self._played_ns, self._pass))
         stats = self.stats()
-        if self.options.on_stats is not None and (final or now - self._last_on_stats >= 1.0):
+        if self.runtime.on_stats is not None and (final or now - self._last_on_stats >= 1.0):
             self._last_on_stats = now
-            self.options.on_stats(stats)
+            self.runtime.on_stats(stats)
         if self.options.quiet or self._line is None:
             return
         state = 'paused ' if stats.paused else 'playing'
@@ -736,7 +708,7 @@ def _skip_to(stream: Stream, from_ns: int) -> Iterator[tuple[int, Any]]:
         yield from_ns, last
 
 
-def topic_filter(opts: PlayerSettings) -> TopicFilter:
+def topic_filter(opts: PlayOptions) -> TopicFilter:
     return TopicFilter(opts.topics, opts.exclude_topics, opts.regex, opts.exclude_regex)
 
 
@@ -748,52 +720,35 @@ def resolved_remap(remap: Mapping[str, str], node: str) -> dict[str, str]:
     return out
 
 
-def check_playable(episode: Episode, opts: PlayerSettings, node: str | None = None) -> None:
+def check_playable(episode: Episode, opts: PlayOptions,
+                   node: str = PlayerRuntime.node_name) -> None:
     """Refuse what would play nothing or could not be published, without any DDS entity:
     a start offset at or past the episode's end, a duration that plays nothing, a
     --playback-until stamp before the start, a topic selection that leaves no topic, two
     types on one topic (a remap onto a name of another type). `node`: the player node's
-    name, which relative names resolve by (default opts.node_name).
+    name, which relative names resolve by.
 
     A caller that makes the player's node before opening the episode (to discover
     meanwhile) calls this as soon as the episode is open; Player checks it again.
     """
-    _plan(episode, opts, node or opts.node_name)
+    _plan(episode, opts, node)
 
 
-def _plan(episode: Episode, opts: PlayerSettings, node: str
+def _plan(episode: Episode, opts: PlayOptions, node: str
           ) -> tuple[list[Stream], dict[str, Topic], dict[str, str]]:
     """What plays: the streams chosen, their topics, and the remap rules resolved."""
-    _check_options(opts)
-    problem = tl.nothing_to_play(episode.start_ns, episode.end_ns, opts.start_offset_s,
-                                 opts.playback_duration_s, opts.playback_until_ns)
+    problem = tl.nothing_to_play(episode.start_ns, episode.end_ns, opts.start_offset,
+                                 opts.playback_duration, opts.playback_until_ns)
     if problem is not None:
         raise ReactRosError(f'{episode.path}: {problem}')
     streams = select_for_play(episode.path, episode.streams, topic_filter(opts),
                               robot_state=opts.publish_robot_state, node=node)
     topics = fold_topics(streams, player_conflict(episode.path))
-    remap = resolved_remap(opts.remap, node)
-    own = {CLOCK: CLOCK_TYPE} if opts.clock_hz > 0 else {}
+    remap = resolved_remap(opts.remap_rules, node)
+    own = {CLOCK: CLOCK_TYPE} if opts.clock > 0 else {}
     published_names(topics, remap, own, lambda text: ReactRosError(f'{episode.path}: {text}'))
     return streams, topics, remap
 
 
-def _check_options(opts: PlayerSettings) -> None:
-    if not (opts.rate > 0 and math.isfinite(opts.rate)):
-        raise ReactRosError(f'--rate must be a positive number, not {opts.rate}')
-    if opts.start_offset_s < 0:
-        raise ReactRosError(f'--start-offset must not be negative, not {opts.start_offset_s}')
-    if opts.playback_duration_s is not None and opts.playback_duration_s <= 0:
-        raise ReactRosError('--playback-duration must be positive')
-    if opts.clock_hz < 0:
-        raise ReactRosError(f'--clock must not be negative, not {opts.clock_hz}')
-    if not (opts.wait_for_subscribers_s >= 0 and math.isfinite(opts.wait_for_subscribers_s)):
-        raise ReactRosError('--wait-for-subscribers must be a number of seconds >= 0, '
-                            f'not {opts.wait_for_subscribers_s}')
-    if opts.drop_late_s is not None and not (opts.drop_late_s >= 0
-                                             and math.isfinite(opts.drop_late_s)):
-        raise ReactRosError(f'--drop-late must be a number of seconds >= 0, not {opts.drop_late_s}')
-
-
-__all__ = ['PlayerSettings', 'PlaybackStats', 'Player', 'TopicStats', 'check_playable',
+__all__ = ['PlayerRuntime', 'PlaybackStats', 'Player', 'TopicStats', 'check_playable',
            'player_node']

@@ -64,15 +64,6 @@ class TopicFilter:
                            or (), self.regex, self.exclude_regex)
 
 
-def check_regex(text: str) -> str | None:
-    """Why `text` is no regular expression, or None."""
-    try:
-        re.compile(text)
-    except re.error as err:
-        return f'not a regular expression: {err}'
-    return None
-
-
 @dataclass
 class _Names:
     """Every name of one stream: its topic, and the other half of the vocabulary.
@@ -262,5 +253,5 @@ def player_conflict(episode_path: Path) -> Callable[[str, str, str], Exception]:
     return conflict
 
 
-__all__ = ['CLOCK', 'BagSelection', 'Topic', 'TopicFilter', 'check_regex', 'fold_topics',
+__all__ = ['CLOCK', 'BagSelection', 'Topic', 'TopicFilter', 'fold_topics',
            'player_conflict', 'published_names', 'select_for_play', 'select_streams']

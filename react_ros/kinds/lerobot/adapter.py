@@ -7,7 +7,6 @@ from_timestamp + timestamp, within its tolerance), never i / fps. docs/lerobot.m
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterator
 
@@ -16,7 +15,7 @@ import yaml
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension, String
 
-from react_ros.adapters.base import DatasetKind, Episode, EpisodeOptions, EpisodeRef
+from react_ros.adapters.base import Episode, EpisodeOptions, EpisodeRef
 from react_ros.adapters.still_frames import still_camera_streams, still_size
 from react_ros.errors import DatasetFormatError, ReactRosError
 from react_ros.formats import video
@@ -25,22 +24,13 @@ from react_ros.kinds.lerobot.frames import check_codec, frame_times_s, match_row
 from react_ros.kinds.lerobot.meta import (BOOKKEEPING, EpisodeMeta, Info, episode_files,
                                           looks_like, read_episodes, read_info, read_tasks)
 from react_ros.kinds.lerobot.table import Rows, image_size, images, numeric, read_rows
-from react_ros.options import KindOptions, option
 from react_ros.ros.image import rgb_image
 from react_ros.ros.msgs import stamp
 from react_ros.ros.robot_state import robot_state_streams
 from react_ros.streams import Stream, VideoSource
+from react_ros.kinds.lerobot.kind import KIND, LeRobotOptions
 
 STATE, ACTION = 'observation.state', 'action'
-
-
-@dataclass(frozen=True)
-class LeRobotOptions(KindOptions):
-    urdf: str | None = option(None, "the robot's URDF: on /robot_description, and /tf from "
-                              '/joint_states through the state publisher', metavar='FILE')
-    joint_map: str | None = option(None, 'YAML: state name -> URDF joint, or -> {joint, scale, '
-                                   'offset} (default: a name less its .pos is the joint)',
-                                   metavar='FILE')
 
 
 class LeRobotAdapter:
@@ -335,13 +325,5 @@ def find_episodes(root: Path) -> list[EpisodeRef] | None:
                                                            if p.is_file()))))
     return refs
 
-
-KIND = DatasetKind(
-    name='lerobot', title='LeRobot datasets (v2.1 and v3.0): parquet tables and mp4 videos',
-    adapter=LeRobotAdapter, options=LeRobotOptions,
-    sample='react_ros.kinds.lerobot.sample:write_lerobot_sample',
-    demo_episode='1', find_episodes=find_episodes, order=6,
-    small_sample={'duration_s': 0.5, 'width': 64, 'height': 48, 'episodes_per_data_file': 1},
-    read_first=lambda p: p.suffix == '.parquet' and p.parent.parent.name == 'data')
 
 __all__ = ['KIND', 'LeRobotAdapter', 'LeRobotOptions', 'find_episodes', 'parse_episode']

@@ -29,7 +29,6 @@ session is refused.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Iterator, Sequence, cast
 
@@ -38,7 +37,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from scipy.spatial.transform import Rotation
 from std_msgs.msg import String
 
-from react_ros.adapters.base import DatasetKind, Episode, EpisodeOptions, EpisodeRef
+from react_ros.adapters.base import Episode, EpisodeOptions, EpisodeRef
 from react_ros.adapters.poses import NON_UNIT, ZERO_QUATERNION, PosePolicy, PoseRule
 from react_ros.errors import DatasetFormatError
 from react_ros.kinds.objects.session import (
@@ -48,27 +47,17 @@ from react_ros.kinds.objects.marker_cdr import CUBE, TRIANGLE_LIST, MeshGeometry
 from react_ros.kinds.objects.ply_mesh import ply_triangles
 from react_ros.formats.ply import ply_bounds
 from react_ros.formats.times import check_ns, seconds_to_ns
-from react_ros.options import KindOptions, at_least, option
 from react_ros.ros.cdr import CdrWriter, SphereLists, delete_marker_cdr, tf_message_cdr
 from react_ros.ros.msgs import stamp
 from react_ros.ros.tf import tf_message, transform_stamped
 from react_ros.streams import Stream
+from react_ros.kinds.objects.kind import KIND, ObjectsOptions
 
 # Colours are float32 on the wire: values exact in float32 read back equal.
 MARKER_NS = 'objects'
 MESH_RGBA = (0.75, 0.625, 0.5, 1.0)
 BOX_RGBA = (0.375, 0.625, 0.875, 0.625)
 RAW_NS = 'raw_markers'
-
-
-@dataclass(frozen=True)
-class ObjectsOptions(KindOptions):
-    raw_markers: bool = option(True, 'publish object_markers.npz points on '
-                               '/objects/raw_markers')
-    marker_refresh: float = option(1.0, 'also republish /objects/markers every S seconds of '
-                                   'data, for a viewer that joins late (0: only at the first '
-                                   'frame and validity changes; default 1)', metavar='S',
-                                   check=at_least(0))
 
 
 def _session_folder(root: Path) -> bool:
@@ -525,14 +514,5 @@ def _session_ref(folder: Path, episode_id: str, meshes: tuple[Path, ...]) -> Epi
                 if p.is_file())
     return EpisodeRef(id=episode_id, path=folder, sources=own + meshes)
 
-
-KIND = DatasetKind(
-    name='objects', title='mocap object poses: a session of objects.npz at 120 Hz with meshes',
-    adapter=ObjectsAdapter, options=ObjectsOptions,
-    sample='react_ros.kinds.objects.sample:write_objects_sample',
-    demo_episode=None,
-    find_episodes=find_episodes, order=2,
-    small_sample={'duration_s': 1.0},
-    read_first=lambda p: p.name == 'objects.npz')
 
 __all__ = ['KIND', 'ObjectsAdapter', 'ObjectsOptions', 'find_episodes']

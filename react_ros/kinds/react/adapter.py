@@ -19,7 +19,7 @@ from scipy.spatial.transform import Rotation
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
-from react_ros.adapters.base import DatasetKind, Episode, EpisodeOptions, EpisodeRef
+from react_ros.adapters.base import Episode, EpisodeOptions, EpisodeRef
 from react_ros.adapters.poses import NON_UNIT, ZERO_QUATERNION, PosePolicy, PoseRule
 from react_ros.adapters.video_streams import video_camera_streams
 from react_ros.errors import DatasetFormatError, FrameSyncError, ReactRosError
@@ -34,12 +34,11 @@ from react_ros.kinds.react.files import (Camera, Gel, episode_record, fingerprin
                                          read_bad_frames, read_camera, read_episode_lines,
                                          read_gel, read_info, read_segments, read_split)
 from react_ros.formats.times import check_ns
-from react_ros.options import KindOptions, at_least, option
 from react_ros.ros.msgs import stamp
 from react_ros.ros.tf import tf_message, transform_stamped
 from react_ros.streams import Stream
+from react_ros.kinds.react.kind import KIND, ReactOptions
 
-GEL_AXES = ('local_y', 'dual_ball')
 # /tactile_<side>/values, one row: the tactile scalars, penetration, and provenance (the
 # tactile row the force came from, the raw HDF5 camera frame of the row published). Sent as
 # sensor_msgs/JointState (name = these labels, position = the values, velocity and effort
@@ -52,17 +51,6 @@ VALUE_LABELS = ('intensity', 'area', 'mixed', 'penetration_mm', 'force_source_fr
                 'source_h5_frame')
 POSE_FRAMES = {'sensor_left_pose': 'sensor_left', 'sensor_right_pose': 'sensor_right',
                'object_pose': 'object'}
-
-
-@dataclass(frozen=True)
-class ReactOptions(KindOptions):
-    segment: int | None = option(None, 'play only clean segment K of segments.json (from 0)',
-                                 metavar='K', check=at_least(0))
-    skip_bad: bool = option(False, 'drop the rows bad_frames.json flags')
-    tactile_latency: int = option(0, 'pair view[i] with tactile[i+N] (15 for recordings '
-                                  'before 2026-06-27)', metavar='N')
-    gel_axis: str = option('local_y', "force direction: the sensor's local -y, or the "
-                           'calibrated gel_axis_in_rigid (default local_y)', choices=GEL_AXES)
 
 
 @dataclass
@@ -608,14 +596,5 @@ def find_episodes(root: Path) -> list[EpisodeRef] | None:
                                sources=tuple(p for p in shared + own if p.is_file())))
     return refs
 
-
-KIND = DatasetKind(
-    name='react', title='React bimanual tactile task releases: parquet tables and mp4 videos',
-    adapter=ReactAdapter, options=ReactOptions,
-    sample='react_ros.kinds.react.sample:write_react_sample',
-    demo_episode='2026-05-10/episode_000',
-    find_episodes=find_episodes, order=1,
-    small_sample={'duration_s': 0.5, 'width': 64, 'height': 48},
-    read_first=lambda p: p.suffix == '.parquet')
 
 __all__ = ['KIND', 'ReactAdapter', 'ReactOptions', 'find_episodes']

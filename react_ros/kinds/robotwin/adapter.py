@@ -19,7 +19,6 @@ norm means the file is damaged or misread).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterator, cast
 
@@ -29,65 +28,30 @@ from scipy.spatial.transform import Rotation
 from sensor_msgs.msg import Image, JointState, PointCloud2, PointField
 from std_msgs.msg import String
 
-from react_ros.adapters.base import (DatasetKind, Episode, EpisodeOptions, EpisodeRef,
-                                     kind_config)
+from react_ros.adapters.base import Episode, EpisodeOptions, EpisodeRef
 from react_ros.adapters.poses import NON_UNIT, ZERO_QUATERNION, PosePolicy, PoseRule
 from react_ros.adapters.still_frames import still_camera_info, still_size
 from react_ros.errors import DatasetFormatError, ReactRosError
 from react_ros.kinds.robotwin import endpose as ee
 from react_ros.kinds.robotwin import hdf5 as rh
 from react_ros.formats.times import LAST, MAX_NS, check_ns, seconds_to_ns
-from react_ros.options import KindOptions, option
 from react_ros.ros.image import array_image, rgb_image
 from react_ros.ros.msgs import stamp
 from react_ros.ros.tf import tf_message, transform_stamped
 from react_ros.streams import Stream
+from react_ros.kinds.robotwin.kind import KIND, RobotwinOptions
 
-EMBODIMENTS = ('agilex', 'franka')
 REPLAY_REPORT = 'reports/replay_success_check_failed.json'
 CLOUD_FIELDS = ('x', 'y', 'z', 'rgb')
-DEFAULT_FPS = float(kind_config('robotwin')['fps'])
 # How _per_row builds a row's message: from (row, t_ns), or with reader=True from
 # (the open rh.Frames, row, t_ns).
 _RowBuild = Callable[[int, int], Any]
 _FrameBuild = Callable[[rh.Frames, int, int], Any]
 
 
-def _positive(v: Any) -> str | None:
-    return None if v is None or v > 0 else f'must be > 0, got {v}'
-
-
 def flow_steps(v: Any) -> list[int]:
     """--flow-step's words (repeated, or one comma-separated: 1,4) as sorted steps."""
     return sorted({int(s) for w in v for s in str(w).split(',') if s.strip()})
-
-
-def _steps(v: Any) -> str | None:
-    bad = [s for w in v for s in str(w).split(',') if not (s.strip().isdigit()
-                                                           and int(s) > 0)]
-    return f'each step must be a whole number of frames > 0, got {", ".join(bad)}' if bad \
-        else None
-
-
-@dataclass(frozen=True)
-class RobotwinOptions(KindOptions):
-    fps: float = option(DEFAULT_FPS, 'frame rate the stamps are made with: frame i at 1 s + '
-                        'i/FPS (the files record none; default in config.yaml beside the adapter)',
-                        metavar='FPS', check=_positive)
-    aligned_frames: bool = option(False, 'play only the 33 aligned frames (arange(33)*4, or '
-                                  'linspace(0, T-1, 33) when T < 129)')
-    embodiment: str | None = option(None, 'joint names of this embodiment (default: the '
-                                    'agilex/ or franka/ folder above the task)',
-                                    choices=EMBODIMENTS)
-    flow_step: tuple[str, ...] = option(
-        (), 'publish scene flow, 2D flow and visibility from each frame to K frames later '
-        '(several: 1,4); needs _extra; none by default', metavar='K', check=_steps)
-    flow_tolerance_mm: float = option(10.0, 'a flowed point is hidden when it lies further '
-                                      'than this from the later frame\'s depth (default 10)',
-                                      metavar='MM', check=_positive)
-    tracks: int | None = option(None, 'follow N pixels seeded on a grid of the first frame '
-                                'to every frame (/head_camera/tracks); needs _extra',
-                                metavar='N', check=_positive)
 
 
 def _xyzw(wxyz_poses: np.ndarray) -> np.ndarray:
@@ -891,16 +855,6 @@ def find_episodes(root: Path) -> list[EpisodeRef] | None:
             p for p in files if p is not None and p.is_file())))
     return refs or None
 
-
-KIND = DatasetKind(
-    name='robotwin', title='RoboTwin 2.0 ground-truth episodes: HDF5 with JPEG frames, depth, '
-    'segmentation, point clouds (+ _extra)',
-    adapter=RobotwinAdapter, options=RobotwinOptions,
-    sample='react_ros.kinds.robotwin.sample:write_robotwin_sample',
-    demo_episode='agilex/beat_block_hammer/episode0',
-    find_episodes=find_episodes, order=4,
-    small_sample={'duration_s': 0.3, 'width': 32, 'height': 24},
-    read_first=lambda p: p.suffix == '.hdf5' and not p.name.endswith('_extra.hdf5'))
 
 __all__ = ['KIND', 'RobotwinAdapter', 'RobotwinOptions', 'channel_check', 'depth_check',
            'episodes_below', 'find_episodes', 'point_cloud', 'replay_report']

@@ -32,7 +32,7 @@ from sensor_msgs.msg import Imu
 from std_msgs.msg import ColorRGBA, String
 from visualization_msgs.msg import ImageMarker, Marker, MarkerArray
 
-from react_ros.adapters.base import DatasetKind, Episode, EpisodeOptions, EpisodeRef
+from react_ros.adapters.base import Episode, EpisodeOptions, EpisodeRef
 from react_ros.adapters.poses import FAULTS, PosePolicy, PoseRule
 from react_ros.adapters.still_frames import still_camera_streams
 from react_ros.adapters.video_streams import video_camera_streams
@@ -73,21 +73,15 @@ from react_ros.kinds.truetrace.geometry import (
     reprojection,
 )
 from react_ros.kinds.truetrace.rectify import rectification
-from react_ros.options import KindOptions, option
 from react_ros.ros.msgs import stamp
 from react_ros.ros.tf import tf_message, transform_stamped
 from react_ros.streams import Stream
+from react_ros.kinds.truetrace.kind import KIND, TrueTraceOptions
 
 # The 21-point hand: wrist to each finger's base, then along each finger.
 BONES = [(0, 1), (1, 2), (2, 3), (3, 4), (0, 5), (5, 6), (6, 7), (7, 8), (0, 9), (9, 10),
          (10, 11), (11, 12), (0, 13), (13, 14), (14, 15), (15, 16), (0, 17), (17, 18),
          (18, 19), (19, 20), (5, 9), (9, 13), (13, 17)]
-
-
-@dataclass(frozen=True)
-class TrueTraceOptions(KindOptions):
-    verify: bool = option(False, 'check MANIFEST.sha256 first and refuse a delivery whose '
-                          'files do not match it')
 
 
 @dataclass
@@ -873,15 +867,6 @@ def _manifest_files(package: Path) -> tuple[Path, ...]:
             found.append(package / rel)
     return tuple(sorted(set(found)))
 
-
-KIND = DatasetKind(
-    name='truetrace', title='TrueTrace stereo egocentric episodes: fisheye stereo mp4s, IMU, '
-    '3D hands (package, episode folder or HDF5 export)',
-    adapter=TrueTraceAdapter, options=TrueTraceOptions,
-    sample='react_ros.kinds.truetrace.sample:write_truetrace_sample',
-    find_episodes=find_episodes, order=3,
-    small_sample={'duration_s': 0.5, 'width': 64, 'height': 36},
-    read_first=lambda p: p.name == 'hands_3d.jsonl')
 
 __all__ = ['BONES', 'KIND', 'TrueTraceAdapter', 'TrueTraceOptions', 'find_episodes',
            'package_root']

@@ -18,7 +18,7 @@ from geometry_msgs.msg import TwistStamped
 from sensor_msgs.msg import Joy
 from std_msgs.msg import String
 
-from react_ros.adapters.base import DatasetKind, Episode, EpisodeOptions, EpisodeRef
+from react_ros.adapters.base import Episode, EpisodeOptions, EpisodeRef
 from react_ros.adapters.poses import PosePolicy, PoseRule
 from react_ros.adapters.video_streams import in_stamp_order, video_camera_streams
 from react_ros.errors import DatasetFormatError, FrameSyncError
@@ -36,6 +36,7 @@ from react_ros.ros.msgs import message_class, stamp
 from react_ros.ros.robot_state import robot_state_streams
 from react_ros.ros.tf import tf_message, transform_stamped
 from react_ros.streams import Stream
+from react_ros.kinds.umi.kind import KIND
 
 CAMERA_TOPIC = '/{}/perception_interface/camera/state'
 GRIPPER_TOPIC = '/{}/perception_interface/gripper/state'
@@ -546,17 +547,5 @@ def _ref(folder: Path, episode_id: str) -> EpisodeRef:
     return EpisodeRef(id=episode_id, path=folder,
                       sources=tuple(p for p in files if p.is_file()))
 
-
-# UMI's 1920x1200 x 3 cameras x 60 Hz reached a real-time factor of 0.45 on a 2-core
-# machine (0.70 with --image-scale 0.5, 0.86 at 1280x800); 960x600 played at 1.00 in 3 of 3
-# runs with other work on the machine (`react-ros demo` with its rate table).
-KIND = DatasetKind(
-    name='umi', title='UMI gripper demonstrations: an MCAP and three mp4 videos',
-    adapter=UmiAdapter,
-    sample='react_ros.kinds.umi.sample:write_umi_sample',
-    find_episodes=find_episodes, order=0,
-    demo_resolution=(960, 600),
-    small_sample={'duration_s': 0.3, 'width': 64, 'height': 48},
-    read_first=lambda p: p.name == 'episode.mcap')
 
 __all__ = ['KIND', 'UmiAdapter', 'find_episodes']

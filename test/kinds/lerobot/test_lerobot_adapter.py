@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 from lerobot_support import EPISODES, VIDEO_V3
 
-from react_ros.adapters import open_episode
+from react_ros.registry import open_episode
 from react_ros.adapters.base import EpisodeOptions
 from react_ros.formats import video
 from react_ros.kinds.lerobot.adapter import LeRobotOptions

@@ -15,7 +15,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from react_ros import cli
-from react_ros.adapters import EpisodeOptions, open_episode
+from react_ros.registry import EpisodeOptions, open_episode
 from react_ros.kinds.objects.adapter import ObjectsOptions
 from react_ros.kinds.objects.npz import NpzArchive
 from react_ros.ros.msgs import to_ns

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from react_ros.adapters import open_episode
+from react_ros.registry import open_episode
 from react_ros.kinds.objects.sample import write_objects_sample
 
 DOC = Path(__file__).resolve().parents[3] / 'docs' / 'objects.md'

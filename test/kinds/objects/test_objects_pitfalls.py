@@ -14,7 +14,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from react_ros import cli
-from react_ros.adapters import open_episode
+from react_ros.registry import open_episode
 from react_ros.kinds.objects.sample import SESSION, write_objects_sample
 
 BASE_NS = 1_000_000_000  # time_base_s of config.yaml

@@ -14,7 +14,7 @@ import pytest
 from react_support import EPISODE, column, edit_json, react_release
 from scipy.spatial.transform import Rotation
 
-from react_ros.adapters import EpisodeOptions, open_episode
+from react_ros.registry import EpisodeOptions, open_episode
 from react_ros.kinds.react.adapter import ReactOptions
 from react_ros.kinds.react.parquet_video import (Y_TO_Z, convert_calibration_y_to_z,
                                              convert_poses_y_to_z, gel_centres_world, project)

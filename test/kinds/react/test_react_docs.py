@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from react_support import EPISODE, react_release
 
-from react_ros.adapters import EpisodeOptions, open_episode
+from react_ros.registry import EpisodeOptions, open_episode
 
 DOC = Path(__file__).resolve().parents[3] / 'docs' / 'react.md'
 

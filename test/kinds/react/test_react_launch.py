@@ -11,7 +11,7 @@ import yaml
 
 import pytest
 
-from react_ros.adapters import KINDS
+from react_ros.registry import KINDS
 from react_ros.adapters.base import EpisodeOptions
 from react_ros.kinds.react.adapter import ReactOptions
 from react_ros.errors import ReactRosError

@@ -20,7 +20,7 @@ from mcap_ros2.decoder import DecoderFactory
 from robotwin_support import EP0, EP1, EPISODE, EXTRA0, NO_EXTRA, robotwin_release
 from scipy.spatial.transform import Rotation
 
-from react_ros.adapters import EpisodeOptions, open_episode
+from react_ros.registry import EpisodeOptions, open_episode
 from react_ros.kinds.robotwin.adapter import RobotwinOptions
 from react_ros.kinds.robotwin.hdf5 import aligned_indices
 
@@ -405,7 +405,7 @@ def test_image_scale_scales_colour_images_and_their_k_only(release: Path, files:
 
 
 def test_the_episode_file_and_every_folder_above_it_are_claimed(release: Path) -> None:
-    from react_ros.adapters import detect_kind
+    from react_ros.registry import detect_kind
     from react_ros.kinds.robotwin.adapter import episodes_below
     data = release / EP0
     for path in (data, *list(data.parents)[:5]):

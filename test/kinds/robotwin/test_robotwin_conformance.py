@@ -13,7 +13,7 @@ import h5py
 import numpy as np
 import pytest
 
-from react_ros.adapters import open_episode
+from react_ros.registry import open_episode
 from react_ros.kinds.robotwin import endpose as ee
 from react_ros.kinds.robotwin import hdf5 as rh
 from react_ros.kinds.robotwin.adapter import KIND

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from robotwin_support import EP0, EP1, robotwin_release
 
-from react_ros.adapters import open_episode
+from react_ros.registry import open_episode
 
 REPO = Path(__file__).resolve().parents[3]
 PAGE = REPO / 'docs' / 'robotwin.md'
@@ -21,7 +21,7 @@ def _table_topics() -> list[str]:
 
 def test_the_topic_table_is_what_the_sample_publishes(tmp_path_factory: pytest.TempPathFactory
                                                       ) -> None:
-    from react_ros.adapters import EpisodeOptions
+    from react_ros.registry import EpisodeOptions
     from react_ros.kinds.robotwin.adapter import RobotwinOptions
     root = robotwin_release(tmp_path_factory)
     # with every optional topic: flow of step 1 (the table's kK) and tracks (issue 42)

@@ -13,7 +13,7 @@ from sensor_msgs.msg import Image
 from robotwin_support import EP0, EPISODE, robotwin_release
 
 from react_ros import cli
-from react_ros.adapters import open_episode
+from react_ros.registry import open_episode
 from react_ros.kinds.robotwin import hdf5 as rh
 from react_ros.kinds.robotwin.sample import write_episode
 

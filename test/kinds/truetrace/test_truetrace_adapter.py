@@ -20,7 +20,7 @@ from mcap_ros2.decoder import DecoderFactory
 from scipy.spatial.transform import Rotation
 from truetrace_support import EP, EXPORT, edit_json, truetrace_package
 
-from react_ros.adapters import detect_kind, open_episode
+from react_ros.registry import detect_kind, open_episode
 from react_ros.adapters.base import EpisodeOptions
 from react_ros.kinds.truetrace.adapter import TrueTraceOptions
 from react_ros.kinds.truetrace.geometry import project_equidistant, project_plumb_bob

@@ -9,7 +9,7 @@ import pytest
 from test_kind_truetrace import ACCEPTED, REFUSED
 from truetrace_support import EP, EXPORT, truetrace_package
 
-from react_ros.adapters import open_episode
+from react_ros.registry import open_episode
 
 ROOT = Path(__file__).resolve().parents[3]
 DOC = ROOT / 'docs' / 'truetrace.md'

@@ -25,7 +25,7 @@ from mcap_ros2.decoder import DecoderFactory
 from truetrace_support import EP, edit_json, truetrace_package
 
 from react_ros import cli
-from react_ros.adapters import open_episode
+from react_ros.registry import open_episode
 
 CAMS = ('cam0', 'cam1')
 ISOLATED_PX = 6.0  # a dot measured only where no other dot is this close (raw image)

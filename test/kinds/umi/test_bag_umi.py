@@ -17,7 +17,7 @@ import yaml
 from mcap.reader import make_reader
 from mcap_ros2.decoder import DecoderFactory
 
-from react_ros.adapters import open_episode
+from react_ros.registry import open_episode
 from react_ros.sinks.bag import BagSummary, write_bag
 
 CAMERAS = ('left', 'center', 'right')

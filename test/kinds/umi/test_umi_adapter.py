@@ -14,7 +14,7 @@ from diagnostic_msgs.msg import KeyValue
 from geometry_msgs.msg import PoseStamped
 from rclpy.serialization import deserialize_message
 
-from react_ros.adapters import detect_kind, open_episode
+from react_ros.registry import detect_kind, open_episode
 from react_ros.adapters.base import Episode, EpisodeOptions
 from react_ros.kinds.umi.adapter import UmiAdapter
 from react_ros.errors import SinkError

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from react_ros.adapters import open_episode
+from react_ros.registry import open_episode
 
 DOC = Path(__file__).resolve().parents[3] / 'docs' / 'umi.md'
 ROW = re.compile(r'^\| `(/[^`]+)` \| ([\w/]+)')

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from rclpy.serialization import deserialize_message
 
-from react_ros.adapters import open_episode
+from react_ros.registry import open_episode
 from react_ros.adapters.base import Episode
 from react_ros.formats.mcap_bag import McapBag
 from react_ros.formats.urdf import parse_urdf

@@ -15,7 +15,7 @@ import pytest
 from conftest import rewrite_mcap
 from rclpy.serialization import deserialize_message
 
-from react_ros.adapters import open_episode
+from react_ros.registry import open_episode
 from react_ros.adapters.base import Episode
 from react_ros.adapters.poses import pose_faults
 from react_ros.formats.mcap_bag import McapBag

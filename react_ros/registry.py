@@ -1,9 +1,11 @@
 """The registry of dataset kinds: every folder under react_ros/kinds/ is one.
 
-A dataset is one folder, react_ros/kinds/<kind>/: its file readers (no ROS), its
-adapter with its options dataclass and `KIND` (adapter.py), its sample generator
-(sample.py), config.yaml and <kind>.rviz. Nothing else names it: the CLI, the
-player node, the launch file, convert-all and the tests read every kind from here.
+A dataset is one folder, react_ros/kinds/<kind>/: `KIND` and its options dataclass
+(kind.py, light: it names its adapter as 'module:Class', so listing the kinds imports no
+reader), its file readers (no ROS), its adapter (adapter.py), its sample generator
+(sample.py), config.yaml and <kind>.rviz. A folder without kind.py declares `KIND` in
+adapter.py (imported at start-up then). Nothing else names a kind: the CLI, the player
+node, the launch file, convert-all and the tests read every kind from here.
 """
 from __future__ import annotations
 
@@ -24,8 +26,9 @@ from react_ros.options import Option, options_of
 
 
 def _kinds_in(folders: list[str]) -> tuple[list[DatasetKind], list[str]]:
-    """`KIND` of <folder>/<k>/adapter.py for every <k> of the folders, and one line per
-    folder that is not a kind (an out-of-tree one: its error must not stop the others)."""
+    """`KIND` of <folder>/<k>/kind.py (or adapter.py) for every <k> of the folders, and one
+    line per folder that is not a kind (an out-of-tree one: its error must not stop the
+    others)."""
     found: list[DatasetKind] = []
     broken: list[str] = []
     builtin = Path(_kinds_package.__file__).parent
@@ -37,8 +40,9 @@ def _kinds_in(folders: list[str]) -> tuple[list[DatasetKind], list[str]]:
         if module.name in _KINDS or any(k.name == module.name for k in found):
             broken.append(f'{where}: a dataset kind named {module.name!r} exists already')
             continue
+        declared = 'kind' if (where / 'kind.py').is_file() else 'adapter'
         try:
-            kind = importlib.import_module(f'react_ros.kinds.{module.name}.adapter').KIND
+            kind = importlib.import_module(f'react_ros.kinds.{module.name}.{declared}').KIND
         except Exception as err:  # an out-of-tree kind's own bug: say where, go on
             if where.parent == builtin:
                 raise
@@ -50,7 +54,7 @@ def _kinds_in(folders: list[str]) -> tuple[list[DatasetKind], list[str]]:
 
 
 def add_kinds_path(folder: Path) -> list[DatasetKind]:
-    """Register the kinds in `folder` (<folder>/<kind>/adapter.py ...), as
+    """Register the kinds in `folder` (<folder>/<kind>/kind.py or adapter.py), as
     REACT_ROS_KINDS_PATH does at start-up; refuses a folder that holds a broken one.
 
     The folder joins REACT_ROS_KINDS_PATH of this process too: the processes it starts
