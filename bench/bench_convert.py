@@ -54,7 +54,7 @@ from react_ros.registry import open_episode
 from react_ros.ros import compressed_image as ci
 from react_ros.ros.image import rgb_image
 from react_ros.ros.msgs import definition_text
-from react_ros.sinks.bag import CHUNK_SIZE, write_bag
+from react_ros.rosbag2.writer import CHUNK_SIZE, write_bag
 
 from support import (add_cache_argument, bench_settings, decode_together, disk_free,
                      cpu_s, first_frames, image_topics, log, plain_write_s, sample)

@@ -62,7 +62,7 @@ def child(what: str, kind: str, root: str, settings: str) -> None:
         episode=spec.get('episode'), image_scale=spec.get('scale', 1.0), own=own))
     seconds = episode.duration_ns / 1e9
     if what in ('convert', 'convert_flow'):
-        from react_ros.sinks.bag import write_bag
+        from react_ros.rosbag2.writer import write_bag
         with tempfile.TemporaryDirectory() as tmp:
             write_bag(episode, Path(tmp) / 'bag')
             size = sum(p.stat().st_size for p in (Path(tmp) / 'bag').iterdir())

@@ -138,20 +138,28 @@ def judge(model: RobotModel, joint_states: list[JointState], tf: list[TFMessage]
     return {'missing': missing, 'late_s': late, 'unused': unused}
 
 
+PROBE_WAIT = '10.0'  # s: --wait-for-subscribers, an upper bound (discovery settles sooner)
+
+
 def _start(mode: str, episode: Path, urdf: Path, log: Path,
            env: dict[str, str] | None) -> list[subprocess.Popen]:
     with log.open('ab') as out:
         def spawn(*args: str) -> subprocess.Popen:
             return subprocess.Popen([sys.executable, '-m', *args], stdout=out,
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+        # The probe runs before either starts: the player may wait longer than its default
+        # 2 s for discovery to match it, so that a very busy machine (the probe missing
+        # the first JointState, seen at load 5+) is not taken for the state publisher's
+        # fault. The state publisher is waited for apart from this (expect_state_publisher).
         if mode == 'own':
             return [spawn('react_ros.cli', 'play', str(episode), '-q',
-                          '--disable-keyboard-controls')]
+                          '--disable-keyboard-controls', '--wait-for-subscribers', PROBE_WAIT)]
         # as play.launch.py: both at once, the player told to expect the state publisher
         rsp = spawn('react_ros.ros.state_publisher', '--urdf', str(urdf), '--ros-args',
                     '-p', 'use_sim_time:=true')
         player = spawn('react_ros.node', '--ros-args', '-p', f'episode:={episode}',
-                       '-p', 'quiet:=true', '-p', 'expect_state_publisher:=true')
+                       '-p', 'quiet:=true', '-p', 'expect_state_publisher:=true',
+                       '-p', f'wait_for_subscribers:={PROBE_WAIT}')
         return [player, rsp]
 
 

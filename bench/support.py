@@ -207,9 +207,9 @@ def plain_write_s(folder: Path, nbytes: int, piece: int = 4 * 1024 * 1024,
 
     No fsync, as the converter does none: both measure what the page cache and the
     kernel's writeback allow, not the disk alone. `behind`: with the converter's
-    write-behind (react_ros/formats/write_behind.py) dropping what was written.
+    write-behind (react_ros/rosbag2/write_behind.py) dropping what was written.
     """
-    from react_ros.formats.write_behind import WriteBehind
+    from react_ros.rosbag2.write_behind import WriteBehind
     buf = memoryview(os.urandom(piece))
     path = folder / 'plain_write.bin'
     t, cpu = time.perf_counter(), cpu_s()

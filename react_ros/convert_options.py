@@ -24,7 +24,7 @@ IMAGE_MODES = ('raw', 'jpeg', 'png', 'h264')
 COMPRESSIONS = ('auto', 'none', 'zstd', 'lz4')
 # 'auto', per channel: what is compressed already in uncompressed chunks, small messages
 # lz4, a heavy stream lz4 when that saves a quarter of its first message (why: the
-# measurements beside sinks/bag.py's PRECOMPRESSED).
+# measurements beside rosbag2/writer.py's PRECOMPRESSED).
 DEFAULT_COMPRESSION = 'auto'
 JPEG_QUALITY = 95
 

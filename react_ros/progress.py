@@ -16,7 +16,7 @@ from typing import Callable, Protocol, TextIO
 
 
 class Written(Protocol):
-    """What a progress line reads of a writer (a bag's SizeWatch, sinks/disk_space.py)."""
+    """What a progress line reads of a writer (a bag's SizeWatch, rosbag2/disk_space.py)."""
 
     written: int  # bytes written so far
 
@@ -71,7 +71,7 @@ class Progress:
 class Counter:
     """`converting:  42.0% 10/24 messages`, as a progress(done, total) callback (total 0: unknown).
 
-    With a `watch` (a bag's SizeWatch, sinks/disk_space.py) the line goes on with the
+    With a `watch` (a bag's SizeWatch, rosbag2/disk_space.py) the line goes on with the
     bytes written, their rate and the time left, from the share of data time written:
     `, 1.2 GB at 310.5 MB/s, ETA 0:00:09`.
     """

@@ -146,7 +146,7 @@ def detect_kind(path: Path) -> str:
 
 def _bag_hint(path: Path) -> str:
     """For a folder holding .mcap files among others but no metadata.yaml: how to play
-    it as a bag (a folder of only .mcap files is read as one: formats/rosbag2.py)."""
+    it as a bag (a folder of only .mcap files is read as one: rosbag2/reader.py)."""
     try:
         mcaps = sorted(p.name for p in Path(path).glob('*.mcap'))
     except OSError:

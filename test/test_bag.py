@@ -23,7 +23,7 @@ from react_ros.adapters.base import Episode
 from react_ros.errors import DatasetFormatError, SinkError
 from react_ros.ros.msgs import stamp, to_ns
 from react_ros.ros.tf import tf_message, transform_stamped
-from react_ros.sinks.bag import cdr_payload, write_bag
+from react_ros.rosbag2.writer import cdr_payload, write_bag
 from react_ros.streams import Role, Stream
 
 T0 = 1_700_000_000_123_456_789  # absolute, as UMI's stamps are
@@ -407,7 +407,7 @@ def test_topic_selection(tmp_path: Path) -> None:
 
 def test_progress_total_when_a_count_is_unknown(tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr('react_ros.sinks.bag.PROGRESS_EVERY', 3)
+    monkeypatch.setattr('react_ros.rosbag2.writer.PROGRESS_EVERY', 3)
     uncounted = [dataclasses.replace(s, count=None) if s.topic == '/joint_states' else s
                  for s in _streams()]
     calls: list[tuple[int, int]] = []
@@ -418,7 +418,7 @@ def test_progress_total_when_a_count_is_unknown(tmp_path: Path,
 
 
 def test_progress_reports_done_and_total(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr('react_ros.sinks.bag.PROGRESS_EVERY', 3)
+    monkeypatch.setattr('react_ros.rosbag2.writer.PROGRESS_EVERY', 3)
     calls: list[tuple[int, int]] = []
     write_bag(_episode(tmp_path), tmp_path / 'bag', progress=lambda d, t: calls.append((d, t)))
     n = sum(EXPECTED.values())

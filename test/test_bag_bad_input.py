@@ -110,7 +110,7 @@ def test_bad_bag_input_is_refused_in_one_line(case: Refused, bag: Path, tmp_path
 
 def test_two_topics_of_one_type_may_share_a_name(bag: Path) -> None:
     """As ROS allows: the remap check refuses types, not names."""
-    from react_ros.adapters.rosbag2 import open_bag
+    from react_ros.rosbag2.episode import open_bag
     from react_ros.play_options import PlayOptions
     from react_ros.sinks.live import check_playable
     check_playable(open_bag(bag), PlayOptions(remap=('/tf_static:=/tf',)))

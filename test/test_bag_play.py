@@ -76,8 +76,8 @@ def test_our_own_bag_plays_every_message_in_order_with_its_stamps(tmp_path: Path
     """A bag react_ros wrote (lz4 chunks, metadata version 8) through the same player."""
 
     from react_ros.registry import open_episode
-    from react_ros.formats.rosbag2 import Rosbag2
-    from react_ros.sinks.bag import write_bag
+    from react_ros.rosbag2.reader import Rosbag2
+    from react_ros.rosbag2.writer import write_bag
     bag = tmp_path / 'bag'
     write_bag(open_episode(umi_episode), bag)
     topics = {'/left/image_raw': 'sensor_msgs/msg/Image',

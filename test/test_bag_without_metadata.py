@@ -17,14 +17,14 @@ from mcap.writer import Writer
 from rosbag_support import foreign_bag
 
 from react_ros import cli
-from react_ros.adapters.rosbag2 import open_bag
-from react_ros.bag_info import bag_facts
+from react_ros.rosbag2.episode import open_bag
+from react_ros.rosbag2.info import bag_facts
 
 
 @pytest.fixture(scope='module')
 def converted(tmp_path_factory: pytest.TempPathFactory, umi_episode: Path) -> Path:
     from react_ros.registry import open_episode
-    from react_ros.sinks.bag import write_bag
+    from react_ros.rosbag2.writer import write_bag
     bag = tmp_path_factory.mktemp('converted') / 'bag'
     write_bag(open_episode(umi_episode), bag)
     return bag
@@ -86,7 +86,7 @@ def test_info_prints_the_same_and_says_what_it_read(converted: Path, tmp_path: P
 
 def test_a_folder_that_is_not_only_mcap_is_not_taken_for_a_bag(umi_episode: Path) -> None:
     """UMI's data/ holds its episode.mcap among the videos: a dataset's folder, not a bag."""
-    from react_ros.formats.rosbag2 import is_rosbag2
+    from react_ros.rosbag2.reader import is_rosbag2
     assert not is_rosbag2(umi_episode / 'data')
     assert not is_rosbag2(umi_episode)
     assert is_rosbag2(umi_episode / 'data' / 'episode.mcap')

@@ -25,7 +25,7 @@ from react_ros.errors import ReactRosError, SinkError
 from react_ros.ros import compressed_image as ci
 from react_ros.ros.image import rgb_image
 from react_ros.ros.msgs import message_class
-from react_ros.sinks.bag import write_bag
+from react_ros.rosbag2.writer import write_bag
 from react_ros.sinks.image_encoding import ImageEncoder
 from react_ros.streams import Stream
 

@@ -32,7 +32,7 @@ from release_support import (
 )
 
 from react_ros.registry import KINDS
-from react_ros.sinks.bag import is_react_ros_bag
+from react_ros.rosbag2.writer import is_react_ros_bag
 
 KIND_NAMES = sorted(KINDS)
 

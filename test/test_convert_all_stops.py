@@ -33,7 +33,7 @@ from release_support import (
     write_release,
 )
 
-from react_ros.sinks.bag import is_react_ros_bag
+from react_ros.rosbag2.writer import is_react_ros_bag
 
 # The issue asks for about a second (it measured 23.6 s before); the bound is wider
 # so that a loaded 2-core machine passes, and still far below what the old run took

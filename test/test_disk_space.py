@@ -1,5 +1,5 @@
 """A bag's size estimated early, refused when its disk is too small, and its progress line
-(react_ros/sinks/disk_space.py, issue 29).
+(react_ros/rosbag2/disk_space.py, issue 29).
 
 Real samples and real bags throughout; only the refusal tests fake os.statvfs, in the
 module that calls it, since no filesystem here can be made small on purpose.
@@ -23,9 +23,9 @@ from react_ros.progress import Counter
 from react_ros.release.index import FAILED
 from react_ros.convert_options import ConvertAllOptions
 from react_ros.release.task import Task, convert_episode, tree_bytes
-from react_ros.sinks import disk_space
-from react_ros.sinks.bag import write_bag
-from react_ros.sinks.disk_space import SizeWatch, free_space, size_text
+from react_ros.rosbag2 import disk_space
+from react_ros.rosbag2.writer import write_bag
+from react_ros.rosbag2.disk_space import SizeWatch, free_space, size_text
 
 TOLERANCE = 0.20
 

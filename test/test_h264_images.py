@@ -34,7 +34,7 @@ from react_ros.adapters.base import EpisodeOptions
 from react_ros.adapters.video_streams import video_camera_streams
 from react_ros.errors import SinkError
 from react_ros.convert_options import ConvertAllOptions
-from react_ros.sinks.bag import write_bag
+from react_ros.rosbag2.writer import write_bag
 from react_ros.sinks.compressed_video import compressed_video_streams
 from react_ros.sinks.readahead import ReadAhead
 

@@ -26,7 +26,7 @@ LAYERS = [
     {'kinds'},                                          # one folder per dataset
     {'registry'},                                       # finds the kinds
     {'info', 'sinks'},                                  # what consumes an episode's streams
-    {'bag_info', 'preview', 'release', 'launch_args'},
+    {'rosbag2', 'preview', 'release', 'launch_args'},  # rosbag2: bags, read and written
     {'play', 'node'},
     {'cli'},
     {'kit'},                                            # test tooling: may run the CLI

@@ -29,7 +29,7 @@ from react_ros.registry import KINDS
 from react_ros.adapters.base import Episode
 from react_ros.kinds.robotwin.sample import EMBODIMENT, TASK
 from react_ros import output
-from react_ros.sinks.bag import write_bag
+from react_ros.rosbag2.writer import write_bag
 from react_ros.output import Interrupted, staged
 from react_ros.streams import Stream
 

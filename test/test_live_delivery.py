@@ -32,7 +32,7 @@ from react_ros.registry import EpisodeOptions, open_episode
 from react_ros.formats.mcap_bag import McapBag
 from react_ros.ros import qos
 from react_ros.ros.msgs import message_class
-from react_ros.sinks.bag import write_bag
+from react_ros.rosbag2.writer import write_bag
 from react_ros.streams import Role
 
 pytestmark = pytest.mark.timeout(240)

@@ -1,4 +1,4 @@
-"""ChunkWriter (react_ros/formats/mcap_writer.py): the same bytes as mcap.Writer, lanes of
+"""ChunkWriter (react_ros/rosbag2/chunk_writer.py): the same bytes as mcap.Writer, lanes of
 their own compression per channel, errors from its threads raised in the caller, and
 bounded memory while the file does not keep up.
 
@@ -25,7 +25,7 @@ from mcap.stream_reader import StreamReader, breakup_chunk
 from mcap.writer import CompressionType, Writer
 
 from react_ros.formats.mcap_bag import McapBag
-from react_ros.formats.mcap_writer import SEPARATE_BYTES, ChunkWriter, Pieces
+from react_ros.rosbag2.chunk_writer import SEPARATE_BYTES, ChunkWriter, Pieces
 
 CHUNK = 4096
 MCAP_COMPRESSION = {'none': CompressionType.NONE, 'lz4': CompressionType.LZ4,

@@ -23,7 +23,7 @@ from conftest import tree_digest
 
 from react_ros.errors import SinkError
 from react_ros import output
-from react_ros.sinks.bag import is_react_ros_bag
+from react_ros.rosbag2.writer import is_react_ros_bag
 from react_ros.output import MARKER, remove_stale, staged
 
 CLI = [sys.executable, '-m', 'react_ros.cli']
@@ -241,7 +241,7 @@ def test_on_a_terminal_the_error_starts_its_own_line(umi_episode: Path, tmp_path
 
     def fail(*args: object) -> None:
         raise SinkError('the disk: gone')
-    monkeypatch.setattr('react_ros.sinks.bag.PROGRESS_EVERY', 1)
+    monkeypatch.setattr('react_ros.rosbag2.writer.PROGRESS_EVERY', 1)
     monkeypatch.setattr(output, '_commit', fail)
     monkeypatch.setattr(sys, 'stderr', Tty())
     assert cli.main(['convert', str(umi_episode), '-o', str(tmp_path / 'bag'), *QUICK]) == 2

@@ -178,7 +178,7 @@ def opened_files() -> Iterator[list[str]]:
 
 def test_sources_hold_every_file_a_conversion_reads(release: Release, opened_files: list[str],
                                                     tmp_path: Path) -> None:
-    from react_ros.sinks.bag import write_bag
+    from react_ros.rosbag2.writer import write_bag
     root = release.root.resolve()
     for ref in release.refs:
         opened_files.clear()

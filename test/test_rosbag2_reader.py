@@ -14,10 +14,10 @@ from mcap.reader import make_reader
 from rosbag_support import N, UNKNOWN_TYPE, foreign_bag
 
 from react_ros.convert_options import ConvertOptions
-from react_ros.adapters.rosbag2 import open_bag
-from react_ros.bag_info import bag_facts
+from react_ros.rosbag2.episode import open_bag
+from react_ros.rosbag2.info import bag_facts
 from react_ros.errors import DatasetFormatError
-from react_ros.formats.rosbag2 import is_rosbag2
+from react_ros.rosbag2.reader import is_rosbag2
 from react_ros.streams import merge
 
 
@@ -85,7 +85,7 @@ def test_info_counts_what_the_mcap_reader_counts(tmp_path: Path) -> None:
 def test_our_own_bag_reads_back_through_the_same_path(tmp_path: Path,
                                                       umi_episode: Path) -> None:
     from react_ros.registry import open_episode
-    from react_ros.sinks.bag import write_bag
+    from react_ros.rosbag2.writer import write_bag
     bag = tmp_path / 'bag'
     write_bag(open_episode(umi_episode), bag, ConvertOptions(compression='zstd'))
     want = _mcap_messages(bag)

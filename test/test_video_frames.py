@@ -12,9 +12,9 @@ import pytest
 
 from react_ros.adapters.video_streams import video_camera_streams
 from react_ros.formats import video
-from react_ros.formats.mcap_writer import Pieces
+from react_ros.rosbag2.chunk_writer import Pieces
 from react_ros.ros.serialization import cdr_payload
-from react_ros.sinks.bag import _raw_frames
+from react_ros.rosbag2.writer import _raw_frames
 from react_ros.sinks.image_encoding import decodable, video_frames
 
 

@@ -1,4 +1,4 @@
-"""Write-behind (react_ros/formats/write_behind.py): a large file written once leaves the
+"""Write-behind (react_ros/rosbag2/write_behind.py): a large file written once leaves the
 page cache a few windows behind its end, with its bytes unchanged; anything that is not
 a regular file is written as before.
 
@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 from mcap.reader import make_reader
 
-from react_ros.formats import write_behind
-from react_ros.formats.mcap_writer import ChunkWriter
-from react_ros.formats.write_behind import WriteBehind
+from react_ros.rosbag2 import write_behind
+from react_ros.rosbag2.chunk_writer import ChunkWriter
+from react_ros.rosbag2.write_behind import WriteBehind
 
 WINDOW = 256 * 1024
 PAGE = mmap.PAGESIZE

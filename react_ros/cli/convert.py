@@ -48,7 +48,7 @@ def add_parsers(sub) -> None:
 def run_convert(args: argparse.Namespace) -> int:
     options = ConvertOptions.from_args(args)
     episode = open_given(args)
-    from react_ros.sinks.bag import select_streams, write_bag
+    from react_ros.rosbag2.writer import select_streams, write_bag
     from react_ros.sinks.selection import TopicFilter
     wanted = TopicFilter(options.topics, options.exclude_topics, options.regex,
                          options.exclude_regex)
@@ -56,7 +56,7 @@ def run_convert(args: argparse.Namespace) -> int:
     check_images(episode, chosen, options.images, 'among the topics chosen'
                  if wanted.narrows else 'in the episode')
     from react_ros.progress import Counter
-    from react_ros.sinks.disk_space import SizeEstimate, SizeWatch
+    from react_ros.rosbag2.disk_space import SizeEstimate, SizeWatch
     # A log or a pipe gets no progress unless asked: its last line must be the error, if any.
     show = not args.quiet and (args.progress or sys.stderr.isatty())
 

@@ -58,13 +58,13 @@ def open_given(args: argparse.Namespace, warn: bool = True):
 
 
 def is_bag(path: Path) -> bool:
-    from react_ros.formats.rosbag2 import is_rosbag2
+    from react_ros.rosbag2.reader import is_rosbag2
     return is_rosbag2(path)
 
 
 def open_bag_given(args: argparse.Namespace, warn: bool):
     """A rosbag2 bag for info and play: its topics as recorded, through the same player."""
-    from react_ros.adapters.rosbag2 import open_bag
+    from react_ros.rosbag2.episode import open_bag
     if args.command not in ('info', 'play', 'preview'):
         raise ReactRosError(f'{args.episode}: is a rosbag2 bag already; `react-ros info` and '
                             '`react-ros play` read it')

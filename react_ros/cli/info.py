@@ -19,7 +19,7 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.kind is None and is_bag(args.episode):
-        from react_ros.bag_info import bag_document, describe_bag
+        from react_ros.rosbag2.info import bag_document, describe_bag
         open_bag_given(args, warn=False)  # refuses what does not apply to a bag
         print(json.dumps(bag_document(args.episode), indent=2) if args.json
               else describe_bag(args.episode))

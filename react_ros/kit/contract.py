@@ -91,7 +91,7 @@ class KindContract:
     @pytest.fixture(scope='class')
     @classmethod
     def sample_bag(cls, episode: Episode, tmp_path_factory: pytest.TempPathFactory) -> Path:
-        from react_ros.sinks.bag import write_bag
+        from react_ros.rosbag2.writer import write_bag
         bag = tmp_path_factory.mktemp(f'{cls.kind}_bag') / 'bag'
         write_bag(episode, bag)
         return bag
@@ -154,7 +154,7 @@ class KindContract:
         """rosbags' AnyReader and react_ros's own reader (which `play` uses on bags) agree."""
         from rosbags.highlevel import AnyReader
 
-        from react_ros.formats.rosbag2 import Rosbag2
+        from react_ros.rosbag2.reader import Rosbag2
         with AnyReader([sample_bag]) as reader:
             theirs = [(c.topic, c.msgtype, t, bytes(raw)) for c, t, raw in reader.messages()]
         bag = Rosbag2(sample_bag)

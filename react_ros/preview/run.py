@@ -81,7 +81,7 @@ def run_command(args: object, open_dataset: Callable[[], Episode]) -> int:
     `open_dataset` opens a dataset episode with the CLI's options (cli.episode.open_given); a bag
     is opened here, as its recorded messages only.
     """
-    from react_ros.formats.rosbag2 import is_rosbag2
+    from react_ros.rosbag2.reader import is_rosbag2
     from react_ros.preview.output import preview_output
     a: Any = args
     if a.tile_height < 32:
@@ -93,7 +93,7 @@ def run_command(args: object, open_dataset: Callable[[], Episode]) -> int:
             if value != default:
                 raise ReactRosError(f'{flag}: applies to dataset episodes, not to the bag '
                                     f'{a.episode} (its messages are drawn as recorded)')
-        from react_ros.adapters.rosbag2 import open_bag
+        from react_ros.rosbag2.episode import open_bag
         episode = open_bag(a.episode)
         for warning in episode.warnings:
             print(f'warning: {warning}', file=sys.stderr)

@@ -177,7 +177,7 @@ def _still_good(old: Entry, bag: Path, stat: str, content: str, key: dict[str, o
     if not same_source or old.settings != key:
         return False
     if old.status == CONVERTED:
-        from react_ros.sinks.bag import is_react_ros_bag  # (the CLI's start stays light)
+        from react_ros.rosbag2.writer import is_react_ros_bag  # (the CLI's start stays light)
         return is_react_ros_bag(bag)
     return old.status == REFUSED  # a refusal repeats until the episode changes
 

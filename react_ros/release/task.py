@@ -53,8 +53,8 @@ def convert_episode(task: Task) -> Outcome:
     from react_ros.registry import KINDS, EpisodeOptions, open_episode
     from react_ros.errors import ReactRosError, interrupt_behind
     from react_ros.release.index import CONVERTED, FAILED, REFUSED
-    from react_ros.sinks.bag import write_bag
-    from react_ros.sinks.disk_space import SizeWatch
+    from react_ros.rosbag2.writer import write_bag
+    from react_ros.rosbag2.disk_space import SizeWatch
 
     start = time.monotonic()
     ref, run = task.ref, task.options

@@ -421,7 +421,7 @@ def test_direct_cdr_equals_rclpy_serialisation(names: list[str]) -> None:
     from react_ros.ros.cdr import CdrWriter, SphereLists, delete_marker_cdr, tf_message_cdr
     from react_ros.ros.msgs import stamp
     from react_ros.ros.tf import tf_message, transform_stamped
-    from react_ros.sinks.bag import cdr_payload
+    from react_ros.rosbag2.writer import cdr_payload
     rng = np.random.default_rng(len(names))
     t = 1_234_567_891_011
     tr, q = rng.normal(size=(len(names), 3)), Rotation.random(len(names), rng=1).as_quat()

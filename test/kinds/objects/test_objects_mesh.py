@@ -141,7 +141,7 @@ def test_written_markers_equal_rclpy_serialisation(frame_ids: list[str]) -> None
 
     from react_ros.ros.cdr import CdrWriter
     from react_ros.ros.msgs import stamp
-    from react_ros.sinks.bag import cdr_payload
+    from react_ros.rosbag2.writer import cdr_payload
     rng = np.random.default_rng(len(frame_ids))
     t = 1_234_567_891_011
     w, array = CdrWriter(), MarkerArray()

@@ -142,7 +142,7 @@ def _decoded(bag: Path) -> dict[str, dict[str, dict[int, Any]]]:
     from rclpy.serialization import deserialize_message
     from rosbags.highlevel import AnyReader
 
-    from react_ros.formats.rosbag2 import Rosbag2
+    from react_ros.rosbag2.reader import Rosbag2
     from react_ros.ros.msgs import message_class
     want = {*FLOW_TOPICS, '/head_camera/tracks', '/head_camera/tracks/markers',
             '/head_camera/camera_info', '/tf', '/head_camera/depth/image_raw'}

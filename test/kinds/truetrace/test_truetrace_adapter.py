@@ -25,7 +25,7 @@ from react_ros.adapters.base import EpisodeOptions
 from react_ros.kinds.truetrace.adapter import TrueTraceOptions
 from react_ros.kinds.truetrace.geometry import project_equidistant, project_plumb_bob
 from react_ros.kinds.truetrace.sample import IMU_OFFSET_S, SOURCE_OFFSET
-from react_ros.sinks.bag import write_bag
+from react_ros.rosbag2.writer import write_bag
 
 BASE_NS = 1_000_000_000  # kinds/truetrace/config.yaml time_base_ns
 

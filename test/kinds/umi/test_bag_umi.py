@@ -18,7 +18,7 @@ from mcap.reader import make_reader
 from mcap_ros2.decoder import DecoderFactory
 
 from react_ros.registry import open_episode
-from react_ros.sinks.bag import BagSummary, write_bag
+from react_ros.rosbag2.writer import BagSummary, write_bag
 
 CAMERAS = ('left', 'center', 'right')
 POSE = '/{}/perception_interface/pose/state'

@@ -13,7 +13,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from react_ros.formats.rosbag2 import Rosbag2, Topic
+from react_ros.rosbag2.reader import Rosbag2, Topic
 from react_ros.info import (SCHEMA_VERSION, image_text, median_rate, message_facts, qos_facts,
                             tf_tree_lines)
 from react_ros.ros.msgs import message_class

@@ -38,7 +38,7 @@ from mcap.records import (
     MetadataIndex, Schema, Statistics, SummaryOffset,
 )
 
-from react_ros.formats.write_behind import WriteBehind
+from react_ros.rosbag2.write_behind import WriteBehind
 
 MAGIC = b'\x89MCAP0\r\n'
 COMPRESSIONS = ('none', 'lz4', 'zstd')

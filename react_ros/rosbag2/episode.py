@@ -10,7 +10,7 @@ the way: each message goes out as the bytes the bag holds, at its log time (as
 - A topic whose type this ROS 2 install lacks, that is not CDR, or whose channel has no
   schema, is skipped with one warning naming it and why; the rest plays.
 - A bag without metadata.yaml (a lone .mcap, or a folder that lost it) is read from the
-  MCAP summary with one warning saying so (formats/rosbag2.py).
+  MCAP summary with one warning saying so (rosbag2/reader.py).
 - A recorded /clock is not replayed: the player publishes /clock from the log times.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from react_ros.adapters.base import Episode
-from react_ros.formats.rosbag2 import Rosbag2, Topic
+from react_ros.rosbag2.reader import Rosbag2, Topic
 from react_ros.ros.msgs import message_class
 from react_ros.streams import Stream
 

@@ -35,12 +35,12 @@ from rclpy.qos import LivelinessPolicy, QoSProfile
 from sensor_msgs.msg import Image
 
 from react_ros import __version__
-from react_ros.formats.mcap_writer import ChunkWriter, Pieces, joined
+from react_ros.rosbag2.chunk_writer import ChunkWriter, Pieces, joined
 from react_ros.errors import DatasetFormatError, SinkError
 from react_ros.ros import qos
 from react_ros.ros.msgs import _share_dirs, definition_text, message_class, stamp
 from react_ros.ros.serialization import cdr_payload, cdr_pieces
-from react_ros.sinks.disk_space import BagSizer, SizeWatch, check_fits
+from react_ros.rosbag2.disk_space import BagSizer, SizeWatch, check_fits
 from react_ros.sinks.image_encoding import decodable, video_frames
 from react_ros.output import check_stop, output_path, staged, stop_requested
 from react_ros.sinks.readahead import Cancelled, ReadAhead, message_bytes
@@ -109,7 +109,7 @@ def write_bag(episode: Episode, out_dir: str | os.PathLike[str],
     `exclude_topics`, `regex`, `exclude_regex` choose streams as sinks/selection.py says.
     `size` follows the bag's bytes and data time and gets its estimate; unless it says
     not to (`check`), a bag estimated bigger than its disk's free space is refused
-    early with NotEnoughSpace, leaving nothing (sinks/disk_space.py).
+    early with NotEnoughSpace, leaving nothing (rosbag2/disk_space.py).
     """
     opts = ConvertOptions() if options is None else options
     out = output_path(out_dir, option='-o/--output', inputs=[*inputs, episode.path])
@@ -249,7 +249,7 @@ def _write(episode: Episode, streams: list[Stream], tmp: Path, out: Path,
 def _sizer(episode: Episode, streams: Sequence[Stream], topics: dict[str, _Topic],
            file_name: str, out: Path, bytes_written: Callable[[], int], compression: str,
            images: str, size: SizeWatch) -> BagSizer:
-    """What estimates this bag's size as it is written (sinks/disk_space.py).
+    """What estimates this bag's size as it is written (rosbag2/disk_space.py).
 
     `bytes_written` is the file's position: the MCAP writer writes a chunk whole.
     What every bag has whatever its messages is measured on this bag without them:
@@ -359,7 +359,7 @@ def _start_mcap(f: IO[bytes], topics: Iterable[_Topic], compression: str,
                 defer: bool = True) -> ChunkWriter:
     """A started MCAP writer with one schema per type and one channel per topic.
 
-    formats/mcap_writer.py: mcap.Writer's bytes, with chunks compressed and written on
+    rosbag2/chunk_writer.py: mcap.Writer's bytes, with chunks compressed and written on
     threads of their own while this thread builds the next messages. Under 'auto' a
     heavy topic is registered at its first message (`_register`), unless not `defer`.
     """

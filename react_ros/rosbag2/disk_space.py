@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from react_ros.errors import OutputWriteError
-from react_ros.formats.mcap_writer import joined, message_bytes
+from react_ros.rosbag2.chunk_writer import joined, message_bytes
 from react_ros.progress import size_text
 
 if TYPE_CHECKING:
@@ -156,7 +156,7 @@ class BagSizer:
                  compression: str, images: str, watch: SizeWatch) -> None:
         self.out, self.streams, self.watch = out, streams, watch
         self.images, self.compression = images, compression
-        # 'auto' (sinks/bag.py) puts what is not decided otherwise in lz4 chunks
+        # 'auto' (rosbag2/writer.py) puts what is not decided otherwise in lz4 chunks
         self.default = 'lz4' if compression == 'auto' else compression
         self._bytes_written = bytes_written
         self.head = bytes_written()  # what is on disk before the first chunk
@@ -176,7 +176,7 @@ class BagSizer:
         self.first_bytes = [0] * n  # the first record's bytes
         self.pending = [0] * n  # record bytes per stream in the writer's open chunks
         # Each stream's chunk compression, once it has a message ('' before); the writer
-        # keeps an open chunk per compression (formats/mcap_writer.py: its lanes).
+        # keeps an open chunk per compression (rosbag2/chunk_writer.py: its lanes).
         self.lanes = [''] * n
         self.chunks: dict[str, list[bytes]] = {}  # the open chunks' messages (references)
         self.flushed = [0] * n  # record bytes per stream in chunks on disk

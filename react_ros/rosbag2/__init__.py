@@ -1,0 +1,13 @@
+"""rosbag2 bags, in one place: what react_ros reads of any bag and what it writes.
+
+- reader.py: a bag folder (metadata.yaml and its MCAP files), a lone .mcap or a folder of
+  them read from their own summary; no ROS needed.
+- episode.py: a bag as an Episode, its topics as recorded, for `play`, `info`, `preview`.
+- info.py: `react-ros info BAG`, as `ros2 bag info` and more.
+- writer.py: `convert`'s sink, an episode's streams into a bag (rosbag2's metadata.yaml,
+  MCAP with its QoS profiles), through chunk_writer.py (chunks compressed on worker
+  threads), write_behind.py (the file written behind the producer) and disk_space.py (the
+  size estimated early, refused when the disk cannot hold it).
+
+Nothing is imported here: `react_ros.rosbag2.reader` loads no writer and no ROS.
+"""
