@@ -9,6 +9,12 @@ message with another encoding is refused):
 | labels (`Stream.labels`: segmentation colours, 16UC1 ids), mono16 | `compressed` PNG | `compressed` PNG |
 | 16UC1 depth (16UC1 without `labels`: REP 118 millimetres) | `compressedDepth` PNG | `compressedDepth` PNG |
 | 32FC1 depth (metres) | `compressedDepth` PNG (inverse-depth quantised) | `compressed` TIFF (exact) |
+| 32FC2, 32FC3 (fields: RoboTwin's optical and scene flow) | stays sensor_msgs/Image | stays sensor_msgs/Image |
+
+A field of vectors is data, not a picture: no image_transport plugin carries it (compressed
+takes 1 or 3 channels of 8 or 16 bits, compressedDepth one), so under `jpeg` or `png` it is
+written as the Image it is, on its own topic, and said once per topic. Any other encoding
+the table lacks is refused.
 
 The topic is the Image topic plus `/` and the transport name, as image_transport names
 them (`/x/image_raw/compressed`, `/x/image_raw/compressedDepth`), so RViz's transport
@@ -37,6 +43,7 @@ from __future__ import annotations
 
 import array
 import os
+import sys
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -69,8 +76,8 @@ class Plan:
     """How one Image stream is encoded."""
 
     encoding: str  # of the source Images
-    transport: str  # ci.COMPRESSED or ci.COMPRESSED_DEPTH: the topic suffix
-    codec: str  # 'jpeg', 'png', 'tiff' (compressed) or 'png' (compressedDepth)
+    transport: str  # ci.COMPRESSED or ci.COMPRESSED_DEPTH: the topic suffix ('' kept raw)
+    codec: str  # 'jpeg', 'png', 'tiff' (compressed), 'png' (compressedDepth) or 'raw'
 
     def encode(self, msg: Image, quality: int) -> CompressedImage:
         if self.transport == ci.COMPRESSED_DEPTH:
@@ -78,8 +85,14 @@ class Plan:
         return ci.compress(msg, self.codec, quality)
 
 
+# Vector fields, kept as Images under --images jpeg|png (the table above)
+KEPT_RAW = ('32FC2', '32FC3')
+
+
 def plan_for(encoding: str, mode: str, labels: bool = False) -> Plan:
     """The table of the module docstring."""
+    if encoding in KEPT_RAW and not labels:
+        return Plan(encoding, '', 'raw')
     if encoding not in ci.ENCODINGS:
         raise SinkError(f'--images {mode}: cannot encode {encoding!r} images '
                         f'(only {", ".join(ci.ENCODINGS)})')
@@ -127,13 +140,15 @@ class ImageEncoder:
     """Encodes Image streams on one pool; use as a context manager (the pool's lifetime)."""
 
     def __init__(self, mode: str, jpeg_quality: int = ci.JPEG_QUALITY,
-                 workers: int | None = None) -> None:
+                 workers: int | None = None,
+                 notes: Callable[[str], None] | None = None) -> None:
         if mode not in MODES:
             raise SinkError(f'--images: unknown mode {mode!r} (one of {", ".join(MODES)})')
         if not 1 <= jpeg_quality <= 100:
             raise SinkError(f'--jpeg-quality: must be 1-100, got {jpeg_quality}')
         self.mode = mode
         self.quality = jpeg_quality
+        self.notes = notes or (lambda line: print(line, file=sys.stderr))
         self.workers = workers or min(MAX_WORKERS, os.cpu_count() or 1)
         self._pool: ThreadPoolExecutor | None = None
         # JPEGs in processes, started at the first; on one core threads do as well.
@@ -152,7 +167,8 @@ class ImageEncoder:
             self._jpeg.close()
 
     def streams(self, streams: Sequence[Stream]) -> list[Stream]:
-        """`streams` with each Image stream replaced by its CompressedImage stream."""
+        """`streams` with each Image stream replaced by its CompressedImage stream (a
+        field of vectors stays as it is: KEPT_RAW)."""
         if self.mode == 'raw':
             return list(streams)
         return [self.stream(s) if s.msg_type == IMAGE else s for s in streams]
@@ -165,6 +181,10 @@ class ImageEncoder:
         encoding = 'rgb8' if source is not None else \
             _first_encoding(stream) if stream.count != 0 else None
         plan = plan_for(encoding or 'rgb8', self.mode, stream.labels)
+        if not plan.transport:
+            self.notes(f'note: --images {self.mode}: {stream.topic} ({plan.encoding}) stays '
+                       'sensor_msgs/Image: no compressed transport carries a vector field')
+            return stream
         opener = stream.open_from
 
         def open_() -> Iterator[tuple[int, Any]]:

@@ -98,8 +98,10 @@ class _Names:
         if self.images == VIDEO_MODE:  # only an Image backed by a video becomes one
             return (f'{s.topic}/{VIDEO_TRANSPORT}', s.topic) if s.video is not None \
                 else (s.topic,)
-        # jpeg, png: compressed or compressedDepth, as the first image's encoding says
-        return f'{s.topic}/{transport_of(s, self.images)}', s.topic
+        # jpeg, png: compressed or compressedDepth, as the first image's encoding says (a
+        # vector field stays an Image: image_encoding.KEPT_RAW)
+        transport = transport_of(s, self.images)
+        return (f'{s.topic}/{transport}', s.topic) if transport else (s.topic,)
 
 
 def _chosen(names: list[_Names], given: Sequence[str], also: Sequence[str]

@@ -519,6 +519,12 @@ class RobotwinAdapter:
                                  'is not beside it')
             return []
         from react_ros.kinds.robotwin import flow_streams as fs
+        short = [k for k in steps if not np.any(self.rows + k < self.ep.t)]
+        if short:  # a topic with no message would be a topic of unknown encoding
+            self.warnings.append(f'{self.path.name}: no flow for --flow-step '
+                                 f'{", ".join(map(str, short))}: no frame played has one that '
+                                 f'many frames later (the episode has {self.ep.t})')
+            steps = [k for k in steps if k not in short]
         poses = np.where(self.entity_ok[..., None], self.extra.pose, np.nan)
         src = fs.FlowSource(self.path, self.extra.path, self.ep.head, self.extra.entity_id,
                             poses, self.own.flow_tolerance_mm / 1000.0)

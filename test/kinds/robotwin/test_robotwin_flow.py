@@ -5,13 +5,21 @@ included) pushed from frame t to t+4 with pose_{t+4} · pose_t⁻¹ land on fram
 within a fraction of a millimetre (median); the inverse motion, frame t's camera kept for
 frame t+4, or the quaternions read x y z w miss. Then the topics of a bag converted with
 `--flow-step 1,4 --tracks N`, read by four decoders (rosbags, react_ros's own reader +
-rclpy, mcap_ros2), against flow.py and against the published CameraInfo and /tf.
+rclpy, mcap_ros2, and Foxglove's own TypeScript MessageReader in Node), against flow.py and
+against the published CameraInfo and /tf; and the flow kept as Images under --images
+jpeg|png.
 """
 from __future__ import annotations
 
+import base64
+import io
+import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -165,7 +173,46 @@ def _decoded(bag: Path) -> dict[str, dict[str, dict[int, Any]]]:
         for _, channel, _, msg in make_reader(f, decoder_factories=[DecoderFactory()]
                                               ).iter_decoded_messages(topics=sorted(want)):
             put('mcap_ros2', channel.topic, msg)
+    for topic, msg in _foxglove_decoded(mcap_file, want):
+        put('foxglove', topic, msg)
     return out
+
+
+FOXGLOVE = Path(__file__).resolve().parents[2] / 'foxglove_client'
+NODE_MODULES = Path(sys.prefix) / 'foxglove_client' / 'node_modules'
+
+
+def _foxglove_decoded(mcap_file: Path, want: set[str]) -> list[tuple[str, Any]]:
+    """(topic, message) as Foxglove's MessageReader decodes the raw CDR (decode.js)."""
+    from mcap.reader import make_reader
+    node = shutil.which('node')
+    assert node is not None and NODE_MODULES.is_dir(), \
+        'Node.js and the Foxglove client (scripts/setup_env.sh installs them) are needed'
+    topics, lines = [], []
+    with open(mcap_file, 'rb') as f:
+        for schema, channel, message in make_reader(f).iter_messages(topics=sorted(want)):
+            topics.append(channel.topic)
+            lines.append(json.dumps({'schema': schema.data.decode(),
+                                     'data': base64.b64encode(message.data).decode()}))
+    run = subprocess.run([node, str(FOXGLOVE / 'decode.js')], input='\n'.join(lines) + '\n',
+                         capture_output=True, text=True, timeout=300,
+                         env={**os.environ, 'NODE_PATH': str(NODE_MODULES)})
+    assert run.returncode == 0, run.stderr
+    decoded = [json.loads(line) for line in run.stdout.splitlines()]
+    assert len(decoded) == len(topics) and not [d for d in decoded if 'error' in d], \
+        decoded[:3]
+    return list(zip(topics, map(_namespace, decoded)))
+
+
+def _namespace(value: Any) -> Any:
+    """JSON as attribute access, byte arrays as bytes: shaped as the other decoders' are."""
+    if isinstance(value, dict):
+        if set(value) == {'base64'}:
+            return base64.b64decode(value['base64'])
+        return SimpleNamespace(**{k: _namespace(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return [_namespace(v) for v in value]
+    return value
 
 
 def _pixels(img: Any) -> np.ndarray:
@@ -184,13 +231,14 @@ def decoded(bag: Path) -> dict[str, dict[str, dict[int, Any]]]:
 
 def test_the_flow_topics_read_alike_through_four_decoders(decoded: dict[str, Any],
                                                           release: Release) -> None:
-    assert set(decoded) == {'rosbags', 'rclpy', 'mcap_ros2'}  # + mcap's own reader under it
+    decoders = ('rosbags', 'rclpy', 'mcap_ros2', 'foxglove')
+    assert set(decoded) == set(decoders)
     stamps = sorted(decoded['rclpy']['/head_camera/camera_info'])
     for k in STEPS:
         for name, enc in (('scene_flow', '32FC3'), ('optical_flow', '32FC2'),
                           ('flow_visible', 'mono8')):
             topic = f'/head_camera/{name}/k{k}'
-            per = [decoded[d][topic] for d in ('rosbags', 'rclpy', 'mcap_ros2')]
+            per = [decoded[d][topic] for d in decoders]
             assert sorted(per[0]) == stamps[:release.ep.t - k], topic  # stamped at t
             for t in per[0]:
                 imgs = [p[t] for p in per]
@@ -301,3 +349,58 @@ def test_flow_is_opt_in(tmp_path_factory: pytest.TempPathFactory,
         cli.main(['info', str(root), '--episode', EPISODE, '--flow-step', '0'])
     assert exc.value.code == 2
     assert 'whole number' in capfd.readouterr().err
+
+
+@pytest.mark.parametrize('mode', ['jpeg', 'png'])
+def test_images_jpeg_and_png_keep_the_flow_fields_as_images(
+        mode: str, tmp_path_factory: pytest.TempPathFactory, decoded: dict[str, Any]) -> None:
+    """A field of vectors is no picture: under --images jpeg|png the 32FC3 and 32FC2 flow
+    stay sensor_msgs/Image (said once each), bit for bit the raw bag's; the mask, a label
+    image, is lossless PNG; the camera is compressed as asked."""
+    from PIL import Image as PILImage
+    from rosbags.highlevel import AnyReader
+    out = tmp_path_factory.mktemp(f'rt_flow_{mode}') / 'bag'
+    flow = [f'/head_camera/{n}/k1' for n in ('scene_flow', 'optical_flow', 'flow_visible')]
+    run = subprocess.run([sys.executable, '-m', 'react_ros.cli', 'convert',
+                          str(robotwin_release(tmp_path_factory)), '--episode', EPISODE,
+                          '--flow-step', '1', '--images', mode, '--topics', *flow,
+                          '/head_camera/image_raw', '-o', str(out)],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    notes = [line for line in run.stderr.splitlines() if 'stays sensor_msgs/Image' in line]
+    assert [n.split()[3] for n in notes] == flow[:2], run.stderr
+    with AnyReader([out]) as reader:
+        assert {c.topic: c.msgtype for c in reader.connections} == {
+            flow[0]: 'sensor_msgs/msg/Image', flow[1]: 'sensor_msgs/msg/Image',
+            f'{flow[2]}/compressed': 'sensor_msgs/msg/CompressedImage',
+            '/head_camera/image_raw/compressed': 'sensor_msgs/msg/CompressedImage'}
+        seen: dict[str, int] = {}
+        for c, _, raw in reader.messages():
+            msg = reader.deserialize(raw, c.msgtype)
+            t = to_ns(msg.header.stamp)
+            seen[c.topic] = seen.get(c.topic, 0) + 1
+            if c.topic in flow[:2]:
+                assert np.array_equal(_pixels(msg), _pixels(decoded['rclpy'][c.topic][t]),
+                                      equal_nan=True)
+            elif c.topic == f'{flow[2]}/compressed':
+                assert msg.format == 'mono8; png compressed ', msg.format
+                mask = np.asarray(PILImage.open(io.BytesIO(bytes(msg.data))))
+                assert np.array_equal(mask, _pixels(decoded['rclpy'][flow[2]][t]))
+            else:
+                assert msg.format.startswith('rgb8; jpeg' if mode == 'jpeg' else 'rgb8; png')
+    assert seen[flow[0]] == seen[flow[1]] == seen[f'{flow[2]}/compressed'] == \
+        len(decoded['rclpy'][flow[0]]) > 0
+
+
+def test_a_step_longer_than_the_episode_is_said_and_publishes_nothing(
+        tmp_path_factory: pytest.TempPathFactory, capfd: pytest.CaptureFixture[str],
+        release: Release) -> None:
+    from react_ros import cli
+    root = robotwin_release(tmp_path_factory)
+    capfd.readouterr()
+    k = release.ep.t
+    assert cli.main(['info', str(root), '--episode', EPISODE, '--flow-step', f'1,{k}']) == 0
+    out, err = capfd.readouterr()
+    assert f'no flow for --flow-step {k}: no frame played has one that many frames later' \
+        in out + err
+    assert f'/head_camera/scene_flow/k{k}' not in out and '/head_camera/scene_flow/k1' in out
