@@ -9,6 +9,7 @@ are parsed here, not with the module under test.
 from __future__ import annotations
 
 import math
+import shutil
 import subprocess
 import sys
 from fractions import Fraction
@@ -389,7 +390,16 @@ def test_node_no_reencode_refuses_before_playing(tmp_path_factory: pytest.TempPa
     root = react_release(tmp_path_factory)
     log = tmp_path / 'player.log'
     proc = spawn_player(root, log, episode_id=EPISODE, images='h264', no_reencode=True)
-    assert proc.wait(60) == 2, log.read_text()
+    try:
+        code = proc.wait(60)
+    except subprocess.TimeoutExpired:  # once in a fresh run (2026-12-06): say what it did
+        where = subprocess.run(['py-spy', 'dump', '--pid', str(proc.pid)], capture_output=True,
+                               text=True).stdout if shutil.which('py-spy') else ''
+        proc.kill()
+        proc.wait()
+        pytest.fail(f'the player did not refuse within 60 s; its log:\n{log.read_text()}'
+                    f'\n{where}')
+    assert code == 2, log.read_text()
     assert 'has B-frames' in log.read_text() and 'view_left.mp4' in log.read_text()
 
 

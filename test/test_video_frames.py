@@ -69,6 +69,26 @@ def test_raw_cdr_is_the_decoders_buffer_behind_the_images_head(umi_video: Path) 
         assert bytes(head) + pixels.tobytes() == bytes(cdr_payload(msg))
 
 
+@pytest.mark.parametrize('scale', [1.0, 0.5])
+def test_the_player_sends_each_frame_as_the_images_cdr(umi_video: Path, scale: float) -> None:
+    """What the player sends for a video camera (live._as_cdr: the Image's head and the
+    decoder's buffer, joined once on the read-ahead thread or at the publish) is the bytes
+    of the stream's own Image, serialised: from the start and from a stamp (a seek, a
+    start offset)."""
+    from react_ros.sinks.live import _as_cdr
+    from react_ros.sinks.readahead import serialised
+    stream = _stream(umi_video, scale)
+    cdr = _as_cdr(stream)
+    t0 = [t for t, _ in stream.open()][20]
+    for theirs, ours in ((stream.open(), cdr.open()),
+                         (stream.open_from(t0), cdr.open_from(t0))):  # type: ignore[misc]
+        want = [(t, serialised(m)) for t, m in theirs]
+        got = [(t, serialised(m)) for t, m in ours]  # joined once (CdrPieces)
+        assert len(got) == len(want) > 0
+        assert all(isinstance(b, bytes) for _, b in got)
+        assert got == want
+
+
 def test_a_video_that_ends_early_is_refused(umi_video: Path) -> None:
     stream = _stream(umi_video)
     n = video.probe(umi_video).frame_count

@@ -20,7 +20,6 @@ import dataclasses
 import io
 import json
 import os
-import struct
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache, partial
@@ -28,20 +27,18 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, cast
 
 import lz4.frame
-import numpy as np
 import yaml
 from mcap import __version__ as mcap_version
 from rclpy.qos import LivelinessPolicy, QoSProfile
-from sensor_msgs.msg import Image
 
 from react_ros import __version__
 from react_ros.rosbag2.chunk_writer import ChunkWriter, Pieces, joined
 from react_ros.errors import DatasetFormatError, SinkError
 from react_ros.ros import qos
-from react_ros.ros.msgs import _share_dirs, definition_text, message_class, stamp
+from react_ros.ros.msgs import _share_dirs, definition_text, message_class
 from react_ros.ros.serialization import cdr_payload, cdr_pieces
 from react_ros.rosbag2.disk_space import BagSizer, SizeWatch, check_fits
-from react_ros.sinks.image_encoding import decodable, video_frames
+from react_ros.sinks.image_encoding import decodable, image_cdr_frames
 from react_ros.output import check_stop, output_path, staged, stop_requested
 from react_ros.sinks.readahead import Cancelled, ReadAhead, message_bytes
 from react_ros.sinks.selection import BagSelection, TopicFilter, fold_topics
@@ -304,19 +301,11 @@ def _open(streams: Sequence[Stream], readers: list[ReadAhead]
 
 
 def _raw_frames(source: VideoSource) -> Iterator[tuple[int, Pieces]]:
-    """The CDR of each Image the stream `source` backs would yield (ros/image.py rgb_image):
-    its fields before the pixels, then the decoder's rgb24 buffer itself."""
-    for t_ns, rgb in video_frames(source):
-        pixels = np.ascontiguousarray(rgb)  # a copy only where the decoder padded its rows
-        msg = Image()
-        msg.header.stamp = stamp(t_ns)
-        msg.header.frame_id = source.frame_id
-        msg.height, msg.width = int(pixels.shape[0]), int(pixels.shape[1])
-        msg.encoding = 'rgb8'
-        msg.step = msg.width * 3
-        head = cdr_payload(msg)  # the empty data's count last: the pixels' count instead
-        head[-4:] = struct.pack('<I', pixels.nbytes)
-        yield t_ns, Pieces((head, pixels))
+    """The CDR of each Image the stream `source` backs would yield, as two pieces: its
+    fields before the pixels, then the decoder's rgb24 buffer itself
+    (image_encoding.image_cdr_frames)."""
+    for t_ns, pieces in image_cdr_frames(source):
+        yield t_ns, Pieces(pieces)
 
 
 def _merged(opened: Sequence[Iterator[tuple[int, Any]]]) -> Iterator[Event]:

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import array
 import os
+import struct
 import sys
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -59,6 +60,7 @@ from react_ros.formats import video
 from react_ros.formats.jpeg_encoder import JpegProcesses, encode_planes
 from react_ros.ros import compressed_image as ci
 from react_ros.ros.msgs import stamp
+from react_ros.ros.serialization import cdr_payload
 from react_ros.output import STOP_POLL_S, check_stop
 from react_ros.streams import Stream, VideoSource
 
@@ -311,6 +313,27 @@ def decodable(stream: Stream) -> bool:
     source = stream.video
     return (source is not None and stream.msg_type == IMAGE
             and len(np.unique(source.frames)) == len(source.frames))
+
+
+def image_cdr_frames(source: VideoSource, from_ns: int | None = None
+                     ) -> Iterator[tuple[int, tuple[bytearray, np.ndarray]]]:
+    """(stamp, (head, pixels)) of every Image the stream `source` backs (decodable): the
+    CDR that ros/image.py's rgb_image would serialise to, as the Image's fields before
+    its pixels (their count last) and then the decoder's rgb24 buffer itself, not copied.
+    Joined they are the message's bytes (test_video_frames.py); the bag writer takes the
+    two pieces as they are, the player joins them once (three copies of each frame fewer
+    than building the Image and serialising it)."""
+    for t_ns, rgb in video_frames(source, from_ns=from_ns):
+        pixels = np.ascontiguousarray(rgb)  # a copy only where the decoder padded its rows
+        msg = Image()
+        msg.header.stamp = stamp(t_ns)
+        msg.header.frame_id = source.frame_id
+        msg.height, msg.width = int(pixels.shape[0]), int(pixels.shape[1])
+        msg.encoding = 'rgb8'
+        msg.step = msg.width * 3
+        head = cdr_payload(msg)  # the empty data's count last: the pixels' count instead
+        head[-4:] = struct.pack('<I', pixels.nbytes)
+        yield t_ns, (head, pixels)
 
 
 def video_frames(source: VideoSource, planes: bool = False, from_ns: int | None = None
