@@ -188,3 +188,22 @@ def test_a_topic_listed_twice_says_which_row_is_which(
     assert len(rows) == 2, rows
     assert "the episode's own" in rows[0] and 'robot state' not in rows[0]
     assert "robot_state_publisher's" in rows[1] and "episode's own" not in rows[1]
+
+
+@pytest.mark.parametrize('args', [('info',), ('info', '--json'), ('list',)])
+def test_a_reader_that_went_away_is_no_traceback(umi_episode: Path, args: tuple[str, ...]
+                                                 ) -> None:
+    """`react-ros info EP | head -1`: head exits, the pipe is closed under the next write.
+    Closed before the command starts here, so that every write meets it: a quiet stop with a
+    SIGPIPE death's status (141), never a BrokenPipeError traceback."""
+    import os
+    import subprocess
+    import sys
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        run = subprocess.run([sys.executable, '-m', 'react_ros.cli', *args, str(umi_episode)],
+                             stdout=write, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write)
+    assert run.stderr == '' and run.returncode == 141, run.stderr

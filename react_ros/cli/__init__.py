@@ -8,6 +8,7 @@ command: its parser and what it runs.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from pathlib import Path
@@ -133,6 +134,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser(argv).parse_args(argv)
     try:
         status = COMMANDS[args.command](args)
+        sys.stdout.flush()  # here, where a reader that went away is ours to handle
+    except BrokenPipeError:
+        return _reader_gone()
     except ReactRosError as err:
         if stop_requested():  # a stop that came first, and a refusal it caused: the stop
             return _stopped(signal.SIGINT)
@@ -147,6 +151,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _stopped(getattr(behind, 'signum', signal.SIGINT))
     # A stop signal during the last rename: the output is whole, but the user asked to stop.
     return _stopped(signal.SIGINT) if stop_requested() else status
+
+
+def _reader_gone() -> int:
+    """stdout's reader went away (`react-ros info EP | head`): stop quietly, as a command
+    killed by SIGPIPE does, with its status (128 + SIGPIPE). Python ignores SIGPIPE (a
+    Foxglove client hanging up must not kill the server), so the write raised instead.
+    stdout now points at /dev/null: the interpreter's last flush has nowhere to fail."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 128 + signal.SIGPIPE
 
 
 def _stopped(signum: int) -> int:
