@@ -52,19 +52,19 @@ def _parse(*argv: str):
     (['--regex', '/a.*'], 'regex', '/a.*'),
     (['-x', '/b.*'], 'exclude_regex', '/b.*'),
     (['--exclude-regex', '/b.*'], 'exclude_regex', '/b.*'),
-    (['--exclude-topics', '/a', 'b'], 'exclude_topics', ['/a', 'b']),
-    (['--exclude', '/a'], 'exclude_topics', ['/a']),  # the name it had
+    (['--exclude-topics', '/a', 'b'], 'exclude_topics', ('/a', 'b')),
+    (['--exclude', '/a'], 'exclude_topics', ('/a',)),  # the name it had
     (['--disable-keyboard-controls'], 'disable_keyboard_controls', True),
     (['--playback-until-sec', '12.5'], 'playback_until_sec', 12.5),
     (['--playback-until-nsec', '12500000000'], 'playback_until_nsec', 12500000000),
     (['--log-level', 'warn'], 'log_level', 'warn'),
-    (['-m', '/a:=/b'], 'remap', ['/a:=/b']),
-    (['--remap', 'a:=b', '/c:=/d'], 'remap', ['a:=b', '/c:=/d']),
+    (['-m', '/a:=/b'], 'remap', ('/a:=/b',)),
+    (['--remap', 'a:=b', '/c:=/d'], 'remap', ('a:=b', '/c:=/d')),
     (['-l'], 'loop', True),
     (['--loop'], 'loop', True),
     (['-r', '2'], 'rate', 2.0),
     (['--rate', '0.5'], 'rate', 0.5),
-    (['--topics', '/a', 'b'], 'topics', ['/a', 'b']),
+    (['--topics', '/a', 'b'], 'topics', ('/a', 'b')),
     (['--clock'], 'clock', 100.0),
     (['--clock', '40'], 'clock', 40.0),
     (['--start-offset', '0.5'], 'start_offset', 0.5),
@@ -363,3 +363,17 @@ def test_a_ros2_bag_flag_left_out_says_so_and_why(umi_episode: Path, flags: list
     flag = flags[0].split('=')[0]
     assert line.startswith(f'error: react-ros does not take {flag} (ros2 bag play\'s): ')
     assert why in line and 'react-ros play --help' in line
+
+
+def test_a_list_flag_repeated_adds_its_words() -> None:
+    """`-m a:=b -m c:=d` is `-m a:=b c:=d` (the repeat kept only the last before), and a
+    list option left alone still equals its default (another kind's is not "set")."""
+    from react_ros.play_options import PlayOptions
+    args = _parse('-m', '/a:=/b', '-m', '/c:=/d', '--topics', '/x', '--topics', '/y', '/z',
+                  '--flow-step', '1', '--flow-step', '4')
+    options = PlayOptions.from_args(args)
+    assert options.remap_rules == {'/a': '/b', '/c': '/d'}
+    assert options.topics == ('/x', '/y', '/z')
+    assert args.flow_step == ('1', '4')
+    alone = _parse()
+    assert alone.flow_step == () and alone.exclude_topics == () and alone.topics is None

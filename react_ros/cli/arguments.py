@@ -50,6 +50,16 @@ def _option_type(opt: Option):
     return parse
 
 
+class _Words(argparse.Action):
+    """A list option's words, the flag repeated adding to them (argparse's `extend` would
+    keep a list where the declared default is a tuple, and a value equal to the default
+    must still compare equal to it: an option of another kind left alone is not "set")."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, tuple(getattr(namespace, self.dest) or ()) + tuple(values))
+
+
 def add_option(p: argparse.ArgumentParser | argparse._ArgumentGroup, opt: Option,
                hidden: bool = False) -> None:
     """One declared option (a kind's or the player's) as a flag (`hidden`: parsed, not
@@ -62,8 +72,8 @@ def add_option(p: argparse.ArgumentParser | argparse._ArgumentGroup, opt: Option
                       help=help_text)
         return
     shape: dict[str, Any] = {}  # add_argument's nargs and const
-    if opt.type is tuple:
-        shape['nargs'] = '+'
+    if opt.type is tuple:  # words: `--flow-step 1 4`, `--flow-step 1 --flow-step 4` alike
+        shape.update(nargs='+', action=_Words)
     elif opt.const is not None:  # the flag alone means `const`
         shape.update(nargs='?', const=opt.const)
     p.add_argument(*flags, dest=opt.name, type=_option_type(opt), default=opt.default,
