@@ -42,3 +42,50 @@ def repair_lost_fragments_fast() -> bool:
         return False
     os.environ['FASTDDS_DEFAULT_PROFILES_FILE'] = str(PLAYER_PROFILES)
     return True
+
+
+SHM = Path('/dev/shm')
+
+
+def stale_shared_memory(shm: Path = SHM) -> list[Path]:
+    """Fast DDS's shared-memory files (segments, ports, their mutexes and lock files) that no
+    live process maps or holds open: what a participant killed mid-way leaves, and what
+    `fastdds shm clean` removes (a segment's `_el` lock file is held open, not mapped, while
+    its participant lives).
+    A port mutex left locked by a killed process made the next participant on that port
+    wait for ever inside rclpy's Node() (seen once in the suite: a semaphore at 0 that no
+    process held). /proc/*/maps of processes we may not read count as mapping nothing we
+    could delete anyway (another user's files: the sticky /dev/shm refuses)."""
+    try:
+        ours = [p for p in shm.iterdir() if p.name.startswith(('fastdds_', 'sem.fastdds_'))]
+    except OSError:
+        return []
+    used: set[str] = set()
+    for proc in Path('/proc').glob('[0-9]*'):
+        try:
+            text = (proc / 'maps').read_text()
+            fds = list((proc / 'fd').iterdir())
+        except OSError:  # gone, or not ours to read
+            continue
+        used.update(line.split(None, 5)[5].removesuffix(' (deleted)')
+                    for line in text.splitlines() if f' {shm}/' in line)
+        for fd in fds:
+            try:
+                target = os.readlink(fd)
+            except OSError:  # closed meanwhile (the listing's own, for one)
+                continue
+            if target.startswith(f'{shm}/'):
+                used.add(target)
+    return [p for p in ours if str(p) not in used]
+
+
+def remove_stale_shared_memory(shm: Path = SHM) -> int:
+    """Remove stale_shared_memory(); how many files went."""
+    gone = 0
+    for path in stale_shared_memory(shm):
+        try:
+            path.unlink()
+            gone += 1
+        except OSError:
+            pass
+    return gone
