@@ -37,8 +37,6 @@ UMI_SIZE = (320, 200)
 
 def pytest_configure(config: pytest.Config) -> None:
     # A hook, not a fixture: it runs before collection imports the test modules.
-    from react_ros.ros.dds import remove_stale_shared_memory
-    remove_stale_shared_memory()  # what killed participants of earlier runs left
     keep_discovery_local()
     config._react_ros_domain = hold_domain()  # type: ignore[attr-defined]
     config._react_ros_crashes = report_crashes()  # type: ignore[attr-defined]
