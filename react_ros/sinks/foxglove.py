@@ -64,7 +64,7 @@ from react_ros.ros.stop_signals import StopSignals
 from react_ros.sinks import timeline as tl
 from react_ros.sinks.keyboard import start_keyboard
 from react_ros.sinks.live import MAX_LAG_S, TF_MESSAGE, PlayerRuntime, pass_events
-from react_ros.sinks.live import resolved_remap, topic_filter
+from react_ros.sinks.live import resolved_remap, timeline_for, topic_filter
 from react_ros.sinks.report import Report
 from react_ros.sinks.readahead import Cancelled
 from react_ros.sinks.selection import fold_topics, player_conflict, published_names
@@ -72,7 +72,6 @@ from react_ros.sinks.selection import select_for_play
 from react_ros.streams import Stream
 from react_ros.play_options import FOXGLOVE_HOST, FOXGLOVE_PORT, PlayOptions
 
-DEFAULT_PORT, DEFAULT_HOST = FOXGLOVE_PORT, FOXGLOVE_HOST  # declared with play's options
 # Messages buffered per client before the oldest is dropped (the SDK's default is
 # 1024: a gigabyte and more of full-size images for a client that stalls).
 BACKLOG = 256
@@ -108,8 +107,8 @@ class FoxgloveServer:
     """
 
     def __init__(self, episode: Episode, options: PlayOptions | None = None,
-                 runtime: PlayerRuntime | None = None, *, host: str = DEFAULT_HOST,
-                 port: int = DEFAULT_PORT, wait_for_viewer: bool = True) -> None:
+                 runtime: PlayerRuntime | None = None, *, host: str = FOXGLOVE_HOST,
+                 port: int = FOXGLOVE_PORT, wait_for_viewer: bool = True) -> None:
         fox = require_sdk()
         from foxglove.websocket import Capability
         self.episode = episode
@@ -121,12 +120,7 @@ class FoxgloveServer:
         # no ROS node here: names resolve as the player node's would (--node-name)
         self._remap = resolved_remap(opts.remap_rules, run.node_name)
         try:
-            self.timeline = tl.Timeline(
-                episode.start_ns, episode.end_ns, rate=opts.rate,
-                start_offset_s=opts.start_offset, playback_duration_s=opts.playback_duration,
-                start_paused=opts.start_paused, loop=opts.loop,
-                tick_s=1.0 / opts.clock if opts.clock > 0 else 0.1,
-                until_ns=opts.playback_until_ns)
+            self.timeline = timeline_for(episode, opts)
         except ValueError as err:
             raise ReactRosError(f'{episode.path}: {err}') from None
         self._lock = threading.Lock()
@@ -433,5 +427,5 @@ def serving_line(path: Any, url: str, wait_for_viewer: bool, bound_s: float) -> 
             f'Open connection > Foxglove WebSocket > {url}; {wait}')
 
 
-__all__ = ['BACKLOG', 'DEFAULT_HOST', 'DEFAULT_PORT', 'FoxgloveServer', 'require_sdk',
+__all__ = ['BACKLOG', 'FoxgloveServer', 'require_sdk',
            'serve_episode']

@@ -171,11 +171,7 @@ class Player:
         name = node.get_name() if node is not None else run.node_name
         # every refusal before any DDS entity of ours exists (check_playable)
         self.streams, self._topics, self._remap = _plan(episode, opts, name)
-        self.timeline = tl.Timeline(
-            episode.start_ns, episode.end_ns, rate=opts.rate, start_offset_s=opts.start_offset,
-            playback_duration_s=opts.playback_duration, start_paused=opts.start_paused,
-            loop=opts.loop, tick_s=1.0 / opts.clock if opts.clock > 0 else 0.1,
-            until_ns=opts.playback_until_ns)
+        self.timeline = timeline_for(episode, opts)
 
         self._born = time.monotonic() if since is None else since
         self._own_context = node is None and context is None
@@ -726,6 +722,15 @@ def _skip_to(stream: Stream, from_ns: int) -> Iterator[tuple[int, Any]]:
         yield t_ns, msg
     if last is not None:
         yield from_ns, last
+
+
+def timeline_for(episode: Episode, opts: PlayOptions) -> tl.Timeline:
+    """The timeline `opts` ask for over `episode`, for both sinks that play."""
+    return tl.Timeline(
+        episode.start_ns, episode.end_ns, rate=opts.rate, start_offset_s=opts.start_offset,
+        playback_duration_s=opts.playback_duration, start_paused=opts.start_paused,
+        loop=opts.loop, tick_s=1.0 / opts.clock if opts.clock > 0 else 0.1,
+        until_ns=opts.playback_until_ns)
 
 
 def topic_filter(opts: PlayOptions) -> TopicFilter:
