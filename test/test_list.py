@@ -14,7 +14,7 @@ from conftest import written_once
 from react_ros import cli
 from react_ros.registry import KINDS, find_release
 
-SAMPLED = [k for k in ('umi', 'react', 'truetrace', 'objects', 'robotwin') if KINDS[k].sample]
+SAMPLED = sorted(k for k, kind in KINDS.items() if kind.sample)  # every kind with a sample
 
 
 def _main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

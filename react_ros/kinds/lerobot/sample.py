@@ -275,12 +275,27 @@ def _write_v30(root: Path, eps: list[dict[str, Any]], width: int, height: int, c
     meta = root / 'meta' / 'episodes' / 'chunk-000' / 'file-000.parquet'
     meta.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.table(rows), meta)
-    pandas = {'index_columns': ['task'], 'column_indexes': [], 'columns': []}
     tasks = pa.table({'task_index': pa.array(range(len(TASKS)), type=pa.int64()),
                       'task': pa.array(TASKS)})
-    pq.write_table(tasks.replace_schema_metadata({'pandas': json.dumps(pandas)}),
+    pq.write_table(tasks.replace_schema_metadata({'pandas': json.dumps(TASKS_PANDAS)}),
                    root / 'meta' / 'tasks.parquet')
     _json(root / 'meta' / 'info.json', _info(eps, width, height, codec, 'v3.0'))
+
+
+# LeRobot writes meta/tasks.parquet from a pandas DataFrame indexed by the task text;
+# pandas reads the index back only when this metadata describes every column (an empty
+# "columns" list made pandas fail with KeyError 'task', so LeRobot could not load it).
+TASKS_PANDAS = {
+    'index_columns': ['task'],
+    'column_indexes': [{'name': None, 'field_name': None, 'pandas_type': 'unicode',
+                        'numpy_type': 'object', 'metadata': {'encoding': 'UTF-8'}}],
+    'columns': [{'name': 'task_index', 'field_name': 'task_index', 'pandas_type': 'int64',
+                 'numpy_type': 'int64', 'metadata': None},
+                {'name': 'task', 'field_name': 'task', 'pandas_type': 'unicode',
+                 'numpy_type': 'object', 'metadata': None}],
+    'creator': {'library': 'pyarrow', 'version': pa.__version__},
+    'pandas_version': '2.2.3',
+}
 
 
 def _write_v21(root: Path, eps: list[dict[str, Any]], width: int, height: int, codec: str,

@@ -5,7 +5,10 @@ ascii PLY, with markers.json; Table has no mesh) and `OUT/<SESSION>/` one mocap
 session at 120 Hz:
 - BigBox0 (mesh, mocap): rests, is lifted by the right hand then both, carried
   and put down; quality drops to 2 (unverified) while its markers are occluded.
-- LittleBox0 (mesh, mocap): an invalid stretch in the middle (valid false, NaN poses).
+- LittleBox0 (mesh, mocap): an invalid stretch in the middle (valid false) that holds the
+  last good pose, as capture software that keeps the last pose writes it; the document
+  stores NaN there, so only this tells a reader that honours `valid` from one that keys
+  on finiteness (issue 37).
 - LittleBox1 (rigid_body, mocap: the tilted marker layout has no upright fit):
   invalid at the start; its mesh is not aligned, so `mesh` is empty.
 - Table0 (rigid_body, no mesh at all), three markers (the fourth column padded).
@@ -41,6 +44,16 @@ def _pose(pos: np.ndarray, yaw: np.ndarray) -> np.ndarray:
     out[:, :3, :3] = Rotation.from_euler('z', np.asarray(yaw)[:, None]).as_matrix()
     out[:, :3, 3] = pos
     return out
+
+
+def _hold_last_good_pose(poses: np.ndarray, valid: np.ndarray) -> None:
+    """Each frame not valid after a valid one keeps that frame's pose, in place."""
+    last = None
+    for k in range(len(poses)):
+        if valid[k]:
+            last = k
+        elif last is not None:
+            poses[k] = poses[last]
 
 
 def _smooth(t: np.ndarray, a: float, b: float) -> np.ndarray:
@@ -187,10 +200,13 @@ class _Release:
                             T=_pose(pos, 0.1 * j + 0.3 * t), valid=ones,
                             quality=np.full(n, 1), held_by=0 * held, markers=4, rms=np.nan))
         for e in out:
-            # "NaN where not valid" (the key table): a finite pose there would not be
-            # faithful; test_objects_adapter keeps one on purpose to show `valid` decides.
+            # "NaN where not valid" (the key table), except LittleBox0's gap, which keeps
+            # its last good pose: with NaN everywhere a reader ignoring `valid` reads the
+            # same, and no test could tell (issue 37 item 4).
             e['T'][~e['valid']] = np.nan
             e['motion'] = _motion(e['T'][:, :3, 3], e['valid'])
+            if e['name'] == 'LittleBox0':
+                _hold_last_good_pose(e['T'], e['valid'])
             e['quality'] = np.where(e['valid'], e['quality'], 0).astype(np.int8)
             e['held_by'] = np.where(e['valid'], e['held_by'], 0).astype(np.int8)
             if e['frame'] == 'mesh':

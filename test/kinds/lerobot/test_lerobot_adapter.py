@@ -14,7 +14,8 @@ from react_ros.registry import open_episode
 from react_ros.adapters.base import EpisodeOptions
 from react_ros.formats import video
 from react_ros.kinds.lerobot.adapter import LeRobotOptions
-from react_ros.kinds.lerobot.sample import FPS, JOINTS, read_watermark, write_lerobot_sample
+from react_ros.kinds.lerobot.sample import (FPS, JOINTS, TASKS, read_watermark,
+                                            write_lerobot_sample)
 from react_ros.streams import open_at
 
 TOP = '/top/image_raw'
@@ -151,3 +152,24 @@ def test_writing_the_av1_sample_leaves_the_callers_scheduling_alone(tmp_path: Pa
     child = subprocess.run([sys.executable, '-c', 'import os; print(os.sched_getscheduler(0))'],
                            capture_output=True, text=True, check=True)
     assert int(child.stdout) == before[0]
+
+
+def test_the_tasks_table_is_one_pandas_reads_and_each_task_is_announced(v3: Path) -> None:
+    """meta/tasks.parquet as LeRobot writes it: a DataFrame indexed by the task text.
+
+    pandas rebuilds the index from the file's pandas metadata, and only finds it when that
+    metadata describes every column (the sample's first file had an empty list: pandas
+    raised KeyError 'task', so LeRobot itself could not have loaded the sample). The text
+    of each task is what /annotations says, by its task_index.
+    """
+    table = pq.read_table(v3 / 'meta' / 'tasks.parquet')
+    meta = json.loads(table.schema.metadata[b'pandas'])
+    described = {c['field_name'] for c in meta['columns']}
+    assert described == set(table.column_names)
+    assert set(meta['index_columns']) <= described
+    assert table.column('task').to_pylist() == list(TASKS)
+    for k in range(3):
+        episode = open_episode(v3, 'lerobot', EpisodeOptions(episode=str(k)))
+        notes = next(s for s in episode.streams if s.topic == '/annotations')
+        said = [json.loads(m.data) for _, m in notes.open()]
+        assert said and all(a['task'] == TASKS[a['task_index']] for a in said), said
