@@ -46,6 +46,7 @@ from react_ros.sinks.compressed_video import episode_with_images
 from react_ros.sinks.live import Player, PlayerRuntime
 from react_ros.sinks.report import Report
 from react_ros.sinks.tuning import freeze_heap, tune_for_playback
+from react_ros.ros.dds import clear_dead_ports
 
 # Which episode; how to play it is PlayOptions', and each kind's own options the registry's.
 EPISODE_PARAMETERS: dict[str, str] = {'episode': '', 'kind': '', 'episode_id': ''}
@@ -118,6 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # the player; a repeat (ros2 launch's copy of a terminal's Ctrl-C) is ignored, in
     # the shutdown too, never a traceback (ros/stop_signals.py).
     signals = StopSignals('player', _abandon)
+    clear_dead_ports()  # a port a killed process left half-made would hang Node()
     rclpy.init(args=['player', *ros_args], signal_handler_options=SignalHandlerOptions.NO)
     node = None
     try:

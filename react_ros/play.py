@@ -24,6 +24,7 @@ from react_ros.sinks.compressed_video import episode_with_images
 from react_ros.sinks.live import PlaybackStats, Player, PlayerRuntime, check_playable, player_node
 from react_ros.sinks.report import Report
 from react_ros.sinks.tuning import freeze_heap, tune_for_playback
+from react_ros.ros.dds import clear_dead_ports
 
 
 class RateTable:
@@ -98,6 +99,7 @@ def play_episode(episode: Episode | Callable[[], Episode], options: PlayOptions,
             run = replace(run, expect_state_publisher=True)
         tune_for_playback()
         context = Context()
+        clear_dead_ports()  # a port a killed process left half-made would hang Node()
         rclpy.init(args=[], context=context, signal_handler_options=SignalHandlerOptions.NO)
         since = time.monotonic()
         node = player_node(run.node_name, context)

@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 import pytest
 
+from react_ros.ros import shm_ports
 from react_ros.ros.isolation import RANGE_VAR, hold_domain, keep_discovery_local
 
 # Each kind's tests and helpers live in test/kinds/<kind>/ (test/kinds/README.md). Their
@@ -40,6 +41,10 @@ def pytest_configure(config: pytest.Config) -> None:
     keep_discovery_local()
     config._react_ros_domain = hold_domain()  # type: ignore[attr-defined]
     config._react_ros_crashes = report_crashes()  # type: ignore[attr-defined]
+    # A port a process killed earlier (another run's, or a crash) left half-made hangs the
+    # first participant that takes it (react_ros/ros/shm_ports.py): none is left to us.
+    config._react_ros_half_made = [  # type: ignore[attr-defined]
+        f'before the run: {p.path}' for p in shm_ports.clear_half_made_ports()]
 
 
 CRASH_DIR_VAR = 'REACT_ROS_TEST_CRASH_DIR'
@@ -84,6 +89,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         sys.stderr.write(f'\nprocess {f.stem} of this run crashed:\n{text[-3000:]}\n')
     if crashes:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    for line in session.config._react_ros_half_made:  # type: ignore[attr-defined]
+        sys.stderr.write(f'\nhalf-made Fast DDS port cleared, {line}\n')
     shutil.rmtree(session.config._react_ros_crashes,  # type: ignore[attr-defined]
                   ignore_errors=True)
 
@@ -96,6 +103,11 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown(item: pytest.Item) -> None:
+    # A process of this test killed while it created its DDS participant: the next
+    # participant on that port would hang the run. Cleared now, and named at the end.
+    for port in shm_ports.clear_half_made_ports():
+        item.config._react_ros_half_made.append(  # type: ignore[attr-defined]
+            f'after {item.nodeid}: {port.path}')
     # A library that leaves this process real-time (SVT-AV1 run as root did) makes every
     # later child inherit it, and busy children then starve the whole run: name the test.
     policy = os.sched_getscheduler(0)

@@ -23,6 +23,7 @@ from rclpy.signals import SignalHandlerOptions
 
 from react_ros.ros import qos
 from react_ros.ros.msgs import message_class
+from react_ros.ros.dds import clear_dead_ports
 
 PLAYER = 'react_ros_player'
 
@@ -32,6 +33,7 @@ class Listener:
 
     def __init__(self, name: str = 'test_listener') -> None:
         self.context = Context()
+        clear_dead_ports()  # a port a killed process left half-made would hang Node()
         rclpy.init(args=[], context=self.context, signal_handler_options=SignalHandlerOptions.NO)
         self.node = Node(name, context=self.context)
         self.executor = SingleThreadedExecutor(context=self.context)

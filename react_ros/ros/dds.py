@@ -2,7 +2,11 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
+from typing import Mapping
+
+from react_ros.ros import shm_ports
 
 
 def prefer_async_publishing() -> None:
@@ -42,3 +46,17 @@ def repair_lost_fragments_fast() -> bool:
         return False
     os.environ['FASTDDS_DEFAULT_PROFILES_FILE'] = str(PLAYER_PROFILES)
     return True
+
+
+def clear_dead_ports(env: Mapping[str, str] = os.environ) -> int:
+    """Before rclpy.init: clear the shared-memory ports a killed process left half-made
+    in this process's ROS domain (ros/shm_ports.py), saying so on stderr; else the new
+    participant could wait forever inside Node(). The number cleared."""
+    try:
+        domain = int(env.get('ROS_DOMAIN_ID') or 0)
+    except ValueError:
+        return 0  # rclpy words a bad domain id itself
+    cleared = shm_ports.clear_half_made_ports(
+        shm_ports.domain_ports(domain), say=lambda line: print(f'note: {line}', file=sys.stderr,
+                                                               flush=True))
+    return len(cleared)

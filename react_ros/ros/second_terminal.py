@@ -24,6 +24,7 @@ from rclpy.signals import SignalHandlerOptions
 from react_ros.errors import ReactRosError
 from react_ros.ros.join import join_player
 from react_ros.ros.msgs import message_class
+from react_ros.ros.dds import clear_dead_ports
 
 POLL_S = 0.05  # short: a Ctrl-C lands between two waits of rcl
 # After the graph first shows the player, what else is running (its state
@@ -46,6 +47,7 @@ class Session:
         self.prog, self.player, self.timeout = prog, player, timeout
         self.context = Context()
         # No rclpy signal handler: Ctrl-C stays Python's KeyboardInterrupt (the CLI's exit 130)
+        clear_dead_ports()  # a port a killed process left half-made would hang Node()
         rclpy.init(args=[], context=self.context, signal_handler_options=SignalHandlerOptions.NO)
         self.node = Node(f'_react_ros_cli_{os.getpid()}', context=self.context,
                          enable_rosout=False, start_parameter_services=False)

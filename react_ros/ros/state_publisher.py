@@ -61,6 +61,7 @@ from react_ros.ros.msgs import to_ns
 from react_ros.ros.robot_state import RobotModel
 from react_ros.ros.stop_signals import StopSignals
 from react_ros.ros.tf import tf_message
+from react_ros.ros.dds import clear_dead_ports
 
 if TYPE_CHECKING:
     from rclpy.subscription import MessageInfo
@@ -229,6 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # "process has died"). The first stop signal ends the spin; repeats are ignored.
     stopped = threading.Event()
     signals = StopSignals('state_publisher', stopped.set)
+    clear_dead_ports()  # a port a killed process left half-made would hang Node()
     rclpy.init(args=['state_publisher', *ros_args],
                signal_handler_options=SignalHandlerOptions.NO)
     node = None

@@ -83,6 +83,7 @@ from react_ros.sinks.services import make_services
 from react_ros.streams import Event, Stream, merge
 from react_ros.play_options import PlayOptions
 from react_ros.sinks.image_encoding import decodable, image_cdr_frames
+from react_ros.ros.dds import clear_dead_ports
 
 TF_MESSAGE = 'tf2_msgs/msg/TFMessage'
 CLOCK_TYPE = 'rosgraph_msgs/msg/Clock'
@@ -177,6 +178,7 @@ class Player:
         self._own_context = node is None and context is None
         if self._own_context:
             context = Context()
+            clear_dead_ports()  # a port a killed process left half-made would hang Node()
             rclpy.init(args=[], context=context, signal_handler_options=SignalHandlerOptions.NO)
         self._own_node = node is None
         try:
