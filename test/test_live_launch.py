@@ -49,6 +49,28 @@ def test_launch_shuts_down_when_the_player_exits() -> None:
     assert any(handlers[0] in a.args for a in registered), 'OnProcessExit is not registered'
 
 
+def test_launch_tells_the_player_to_wait_for_the_state_publisher_it_starts() -> None:
+    """The player holds its first JointState until the state publisher's subscription is
+    matched only when told one is coming (issue 36: else the robot's /tf misses the first
+    second): the launch sets expect_state_publisher in the player's parameters, true exactly
+    when it starts one (a URDF, and the player not publishing the robot state itself)."""
+    tree = ast.parse((ROOT / 'launch' / 'play.launch.py').read_text())
+    actions = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == '_actions')
+    sets = [n for n in ast.walk(actions) if isinstance(n, ast.Assign)
+            and isinstance(n.targets[0], ast.Subscript)
+            and getattr(n.targets[0].slice, 'value', None) == 'expect_state_publisher']
+    assert len(sets) == 1, 'the player is not told whether a state publisher comes'
+    value = sets[0].value
+    assert isinstance(value, ast.Name)
+    made = [n for n in ast.walk(actions) if isinstance(n, ast.Assign)
+            and isinstance(n.targets[0], ast.Name) and n.targets[0].id == value.id]
+    assert len(made) == 1
+    assert ast.unparse(made[0].value) == 'bool(episode.urdf) and (not publishes_robot_state)'
+    player = next(n for n in ast.walk(actions) if isinstance(n, ast.Assign)
+                  and isinstance(n.targets[0], ast.Name) and n.targets[0].id == 'player')
+    assert sets[0].lineno < player.lineno  # in the parameters the player is made with
+
+
 def test_umi_rviz_config() -> None:
     config = yaml.safe_load((ROOT / 'react_ros' / 'kinds' / 'umi' / 'umi.rviz').read_text())
     manager = config['Visualization Manager']
