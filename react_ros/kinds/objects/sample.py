@@ -205,8 +205,10 @@ class _Release:
             # same, and no test could tell (issue 37 item 4).
             e['T'][~e['valid']] = np.nan
             e['motion'] = _motion(e['T'][:, :3, 3], e['valid'])
+            # only T_world_obj holds it: the markers were unseen there all the same
+            e['T_stored'] = e['T'].copy()
             if e['name'] == 'LittleBox0':
-                _hold_last_good_pose(e['T'], e['valid'])
+                _hold_last_good_pose(e['T_stored'], e['valid'])
             e['quality'] = np.where(e['valid'], e['quality'], 0).astype(np.int8)
             e['held_by'] = np.where(e['valid'], e['held_by'], 0).astype(np.int8)
             if e['frame'] == 'mesh':
@@ -225,7 +227,7 @@ class _Release:
                  mesh=np.array([e['mesh'] for e in inst]),
                  pose_frame=np.array([e['frame'] for e in inst]),
                  source=np.array(['mocap'] * len(inst)),
-                 T_world_obj=np.stack([e['T'] for e in inst]),
+                 T_world_obj=np.stack([e['T_stored'] for e in inst]),
                  valid=np.stack([e['valid'] for e in inst]),
                  quality=np.stack([e['quality'] for e in inst]),
                  motion=np.stack([e['motion'] for e in inst]),
