@@ -84,6 +84,7 @@ class Painter:
         self.labels: list[Label] = []
         self.lines = 0  # segments and discs drawn, for `_drew`
         self.extent: tuple[int, int, int, int] | None = None  # of the lines, once finished
+        self.label_cover = 0  # overlay pixels under the labels, once finished
         self.budget = MAX_ITEMS
         self.origins: list[np.ndarray] = []  # optical-frame origins of the axes drawn
         m = view.model
@@ -172,6 +173,7 @@ class Painter:
         placed = place(ImageDraw.Draw(self.img), self.labels, occupied,
                        font(self.view.label_size))
         self.labels.clear()
+        self.label_cover = placed.covered
         if placed.hidden:  # said, so a reader knows names were left out
             f = font(max(8, self.view.label_size - 2))
             text = f'+{len(placed.hidden)} labels'
@@ -211,12 +213,14 @@ class Painter:
 class Drawn:
     """What one picture shows: each overlay drawn ('frame NAME', 'pose TOPIC', 'keypoints
     TOPIC', 'force TOPIC', 'marker TOPIC NS/ID', 'cloud TOPIC'), its labels (text and box:
-    left, top, right, bottom), the labels left out, the box the lines span."""
+    left, top, right, bottom), the labels left out, the box the lines span, and how many
+    of the lines' pixels its labels cover."""
 
     overlays: list[str] = field(default_factory=list)
     labels: list[tuple[str, int, int, int, int]] = field(default_factory=list)
     hidden: list[str] = field(default_factory=list)
     extent: tuple[int, int, int, int] | None = None
+    label_cover: int = 0  # overlay pixels under its labels
 
 
 def draw_scene(img: PilImage.Image, view: View, state: State, tf_edges: dict[str, str],
@@ -271,6 +275,7 @@ def draw_scene(img: PilImage.Image, view: View, state: State, tf_edges: dict[str
             out.overlays.append(f'marker {topic} {m.ns}/{m.id}')
     out.labels, out.hidden = p.finish()
     out.extent = p.extent
+    out.label_cover = p.label_cover
     return out
 
 

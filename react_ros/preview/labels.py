@@ -41,6 +41,7 @@ class Label:
 class Placed:
     drawn: list[tuple[str, int, int, int, int]] = field(default_factory=list)  # text, box
     hidden: list[str] = field(default_factory=list)
+    covered: int = 0  # overlay pixels (lines, boxes, points) under the labels drawn
 
 
 def _overlap(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> bool:
@@ -97,6 +98,7 @@ def place(draw: ImageDraw.ImageDraw, labels: list[Label], occupied: np.ndarray,
             continue
         _, r, leader = best
         room -= w * h
+        result.covered += covered(r)
         taken.append(r)
         chosen.append((lab, r, box, leader))
         result.drawn.append((lab.text, *r))

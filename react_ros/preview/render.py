@@ -35,6 +35,7 @@ class Tile:
                 'size': [self.image.width, self.image.height],
                 'overlays': sorted(d.overlays), 'labels': sorted([list(x) for x in d.labels]),
                 'labels_left_out': len(d.hidden),
+                'label_cover_px': d.label_cover,
                 'extent': list(d.extent) if d.extent else None,
                 'colour_bar': None if self.scale is None else
                 [round(self.scale.lo, 4), round(self.scale.hi, 4), self.scale.unit]}
