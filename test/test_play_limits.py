@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from react_ros.registry import open_episode
@@ -59,8 +60,17 @@ def duration_s(umi_episode: Path) -> float:
 
 @pytest.fixture(scope='module')
 def objects_episode(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Mocap object poses: no sensor_msgs/Image at all."""
-    return write_objects_sample(tmp_path_factory.mktemp('objects') / 'release', duration_s=1.0)
+    """Mocap object poses: no sensor_msgs/Image at all. NaN on every frame marked not valid,
+    as the format document stores them: the sample's LittleBox0 holds its last pose there,
+    which is warned about, and this file's refusals are to be the only line."""
+    root = write_objects_sample(tmp_path_factory.mktemp('objects') / 'release', duration_s=1.0)
+    (npz,) = root.glob('*/motions/objects.npz')
+    with np.load(npz) as z:
+        data = {k: z[k] for k in z.files}
+    data['T_world_obj'][~data['valid']] = np.nan
+    with open(npz, 'wb') as f:
+        np.savez(f, **data)
+    return root
 
 
 # --- item 4: the start offset and the playback duration -------------------------------
