@@ -143,6 +143,45 @@ def test_mcap_order_matches_the_mcap_package(tmp_path: Path, chunked: bool) -> N
         [r for r in ref if r[0] == '/t1']
 
 
+@pytest.mark.parametrize('record, says', [
+    (b'\x05' + (30).to_bytes(8, 'little') + bytes(20), 'runs past the end of its chunk'),
+    (b'\x05' + (10).to_bytes(8, 'little') + bytes(10), 'message record of 10 bytes is shorter'),
+])
+def test_a_chunk_record_that_does_not_fit_is_named(tmp_path: Path, record: bytes,
+                                                   says: str) -> None:
+    """The chunk's records are walked by their own lengths (mcap_bag._chunk_messages): a
+    record longer than what is left of its chunk, or a message record shorter than a
+    message's fields, is an error naming that, not a message made of the next bytes."""
+    import zlib
+
+    from mcap.writer import CompressionType, Writer
+    path = tmp_path / 'x.mcap'
+    with path.open('wb') as f:
+        w = Writer(f, chunk_size=10**6, compression=CompressionType.NONE)
+        w.start()
+        sid = w.register_schema('std_msgs/msg/String', 'ros2msg', b'string data\n')
+        cid = w.register_channel('/t', 'cdr', sid)
+        w.add_message(cid, 5, b'ABCD', 5)
+        w.finish()
+    data = bytearray(path.read_bytes())
+    good = b'\x05' + (26).to_bytes(8, 'little') + cid.to_bytes(2, 'little') + bytes(4) \
+        + (5).to_bytes(8, 'little') * 2 + b'ABCD'
+    at = bytes(data).index(good)
+    assert bytes(data[at + len(good) - 4:at + len(good)]) == b'ABCD'
+    # The chunk's records start after ... crc u32, compression '' (u32 0), records length u64.
+    start = next(c for c in range(at, 16, -1)
+                 if int.from_bytes(data[c - 8:c], 'little') > at - c
+                 and zlib.crc32(data[c:c + int.from_bytes(data[c - 8:c], 'little')])
+                 == int.from_bytes(data[c - 16:c - 12], 'little'))
+    size = int.from_bytes(data[start - 8:start], 'little')
+    # the same number of bytes, so every offset in the file still holds; the CRC made anew
+    data[at:at + len(good)] = (record + bytes(len(good)))[:len(good)]
+    data[start - 16:start - 12] = zlib.crc32(data[start:start + size]).to_bytes(4, 'little')
+    path.write_bytes(bytes(data))
+    with pytest.raises(DatasetFormatError, match=says):
+        list(McapBag(path).messages())
+
+
 def test_cdr_reader_agrees_with_rclpy() -> None:
     from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
     from geometry_msgs.msg import PoseStamped
