@@ -17,6 +17,18 @@ if TYPE_CHECKING:
     import numpy as np
 
 
+class Pieces(tuple):  # type: ignore[type-arg]
+    """One message's serialised bytes as buffers not joined yet, in order (an Image's CDR
+    head, then the decoder's pixels): the bag writer writes them as they are, the player
+    joins them once when it sends. `nbytes` is their length together."""
+
+    @property
+    def nbytes(self) -> int:
+        # (not len(): an HxWx3 array's is H)
+        return sum(p.nbytes if isinstance(p, memoryview) else memoryview(p).nbytes
+                   for p in self)
+
+
 class Role(Enum):
     """Who publishes a stream live."""
 

@@ -14,8 +14,7 @@ from react_ros.adapters.video_streams import video_camera_streams
 from react_ros.formats import video
 from react_ros.rosbag2.chunk_writer import Pieces
 from react_ros.ros.serialization import cdr_payload
-from react_ros.rosbag2.writer import _raw_frames
-from react_ros.sinks.image_encoding import decodable, video_frames
+from react_ros.sinks.image_encoding import decodable, image_cdr_frames, video_frames
 
 
 @pytest.fixture(scope='module')
@@ -60,7 +59,7 @@ def test_raw_cdr_is_the_decoders_buffer_behind_the_images_head(umi_video: Path) 
     decoder's frame itself (a view of PyAV's plane, no copy made on the way)."""
     stream = _stream(umi_video)
     messages = list(stream.open())
-    written = list(_raw_frames(stream.video))
+    written = list(image_cdr_frames(stream.video))
     assert len(written) == len(messages)
     for (t, msg), (t2, pieces) in zip(messages, written):
         assert t == t2 and isinstance(pieces, Pieces)
@@ -83,7 +82,7 @@ def test_the_player_sends_each_frame_as_the_images_cdr(umi_video: Path, scale: f
     for theirs, ours in ((stream.open(), cdr.open()),
                          (stream.open_from(t0), cdr.open_from(t0))):  # type: ignore[misc]
         want = [(t, serialised(m)) for t, m in theirs]
-        got = [(t, serialised(m)) for t, m in ours]  # joined once (CdrPieces)
+        got = [(t, serialised(m)) for t, m in ours]  # joined once (Pieces)
         assert len(got) == len(want) > 0
         assert all(isinstance(b, bytes) for _, b in got)
         assert got == want

@@ -40,6 +40,8 @@ from mcap.records import (
 
 from react_ros.rosbag2.write_behind import WriteBehind
 
+from react_ros.streams import Pieces  # (re-exported: what add_message takes)
+
 MAGIC = b'\x89MCAP0\r\n'
 COMPRESSIONS = ('none', 'lz4', 'zstd')
 # A message this large stays a separate buffer of its own in an uncompressed chunk;
@@ -51,16 +53,6 @@ _MESSAGE_HEADER = struct.Struct('<BQHIQQ')
 _MESSAGE_FIELDS = 2 + 4 + 8 + 8
 # opcode, record length, start, end, uncompressed size, uncompressed crc
 _CHUNK_HEADER = struct.Struct('<BQQQQI')
-
-
-class Pieces(tuple):  # type: ignore[type-arg]
-    """One message's bytes as buffers, in order; `nbytes` is their length together."""
-
-    @property
-    def nbytes(self) -> int:
-        # (not len(): an HxWx3 array's is H)
-        return sum(p.nbytes if isinstance(p, memoryview) else memoryview(p).nbytes
-                   for p in self)
 
 
 def message_bytes(data: Any) -> int:

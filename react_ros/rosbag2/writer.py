@@ -43,7 +43,7 @@ from react_ros.output import check_stop, output_path, staged, stop_requested
 from react_ros.sinks.readahead import Cancelled, ReadAhead, message_bytes
 from react_ros.sinks.selection import BagSelection, TopicFilter, fold_topics
 from react_ros.sinks.selection import select_streams as select_streams
-from react_ros.streams import Event, Stream, VideoSource, merge
+from react_ros.streams import Event, Stream, merge
 from react_ros.convert_options import ConvertOptions
 
 if TYPE_CHECKING:
@@ -284,7 +284,7 @@ def _open(streams: Sequence[Stream], readers: list[ReadAhead]
         if decodable(s):  # the decoder's pixels into the bag, no Image built on the way
             video = s.video
             assert video is not None  # decodable: backed by a video
-            s = dataclasses.replace(s, open=partial(_raw_frames, video))
+            s = dataclasses.replace(s, open=partial(image_cdr_frames, video))
 
         def prepare(msg: Any, stream: Stream = s) -> Any:
             if isinstance(msg, (bytes, Pieces)):
@@ -298,14 +298,6 @@ def _open(streams: Sequence[Stream], readers: list[ReadAhead]
         readers.append(r)
         opened.append(iter(r))
     return opened
-
-
-def _raw_frames(source: VideoSource) -> Iterator[tuple[int, Pieces]]:
-    """The CDR of each Image the stream `source` backs would yield, as two pieces: its
-    fields before the pixels, then the decoder's rgb24 buffer itself
-    (image_encoding.image_cdr_frames)."""
-    for t_ns, pieces in image_cdr_frames(source):
-        yield t_ns, Pieces(pieces)
 
 
 def _merged(opened: Sequence[Iterator[tuple[int, Any]]]) -> Iterator[Event]:

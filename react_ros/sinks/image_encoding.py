@@ -62,7 +62,7 @@ from react_ros.ros import compressed_image as ci
 from react_ros.ros.msgs import stamp
 from react_ros.ros.serialization import cdr_payload
 from react_ros.output import STOP_POLL_S, check_stop
-from react_ros.streams import Stream, VideoSource
+from react_ros.streams import Pieces, Stream, VideoSource
 
 IMAGE = 'sensor_msgs/msg/Image'
 COMPRESSED_IMAGE = 'sensor_msgs/msg/CompressedImage'
@@ -316,9 +316,9 @@ def decodable(stream: Stream) -> bool:
 
 
 def image_cdr_frames(source: VideoSource, from_ns: int | None = None
-                     ) -> Iterator[tuple[int, tuple[bytearray, np.ndarray]]]:
-    """(stamp, (head, pixels)) of every Image the stream `source` backs (decodable): the
-    CDR that ros/image.py's rgb_image would serialise to, as the Image's fields before
+                     ) -> Iterator[tuple[int, Pieces]]:
+    """(stamp, Pieces(head, pixels)) of every Image the stream `source` backs (decodable):
+    the CDR that ros/image.py's rgb_image would serialise to, as the Image's fields before
     its pixels (their count last) and then the decoder's rgb24 buffer itself, not copied.
     Joined they are the message's bytes (test_video_frames.py); the bag writer takes the
     two pieces as they are, the player joins them once (three copies of each frame fewer
@@ -333,7 +333,7 @@ def image_cdr_frames(source: VideoSource, from_ns: int | None = None
         msg.step = msg.width * 3
         head = cdr_payload(msg)  # the empty data's count last: the pixels' count instead
         head[-4:] = struct.pack('<I', pixels.nbytes)
-        yield t_ns, (head, pixels)
+        yield t_ns, Pieces((head, pixels))
 
 
 def video_frames(source: VideoSource, planes: bool = False, from_ns: int | None = None

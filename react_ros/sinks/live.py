@@ -50,6 +50,7 @@ import threading
 import time
 from collections import deque
 from contextlib import contextmanager
+from functools import partial
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
@@ -76,11 +77,11 @@ from react_ros.sinks.flow import POLL_S, AckWindow
 from react_ros.sinks import timeline as tl
 from react_ros.sinks.keyboard import start_keyboard
 from react_ros.sinks.report import Report, ros_severity
-from react_ros.sinks.readahead import Cancelled, CdrPieces, ReadAhead, serialised
+from react_ros.sinks.readahead import Cancelled, ReadAhead, serialised
 from react_ros.sinks.selection import CLOCK, Topic, TopicFilter, fold_topics, player_conflict
 from react_ros.sinks.selection import published_names, select_for_play
 from react_ros.sinks.services import make_services
-from react_ros.streams import Event, Stream, merge
+from react_ros.streams import Event, Pieces, Stream, merge
 from react_ros.play_options import PlayOptions
 from react_ros.sinks.image_encoding import decodable, image_cdr_frames
 from react_ros.ros.dds import clear_dead_ports
@@ -463,7 +464,7 @@ class Player:
             for ts in msg.transforms:
                 acc[ts.child_frame_id] = ts
             msg = message_class(TF_MESSAGE)(transforms=list(acc.values()))
-        elif isinstance(msg, CdrPieces):  # a camera's frame --drop-late sends: joined now
+        elif isinstance(msg, Pieces):  # a camera's frame --drop-late sends: joined now
             msg = serialised(msg)
         try:
             self._publishers[topic].publish(msg)
@@ -701,12 +702,8 @@ def _as_cdr(stream: Stream) -> Stream:
     serialised (readahead.serialised: on the read-ahead thread, or at the publish of a
     frame --drop-late sends). Building the Image and serialising it copied each frame
     three times (6.9 MB at 1920x1200)."""
-    source = stream.video
-    assert source is not None  # decodable
-
-    def frames(from_ns: int | None = None) -> Iterator[tuple[int, CdrPieces]]:
-        for t_ns, (head, pixels) in image_cdr_frames(source, from_ns):
-            yield t_ns, CdrPieces((head, pixels.data))
+    assert stream.video is not None  # decodable
+    frames = partial(image_cdr_frames, stream.video)  # open(), and open_from(t_ns)
     return replace(stream, open=frames, open_from=frames)
 
 

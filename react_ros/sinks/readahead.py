@@ -16,7 +16,7 @@ from collections import deque
 from typing import Any, Callable, Iterator
 
 from react_ros.ros.serialization import cdr_payload
-from react_ros.streams import Stream, open_at
+from react_ros.streams import Pieces, Stream, open_at
 
 _END = object()
 
@@ -153,21 +153,15 @@ def message_bytes(stream: Stream) -> int:
     return stream.approx_bytes if stream.approx_bytes > 0 else 1 << 20
 
 
-class CdrPieces(tuple):  # type: ignore[type-arg]
-    """A message's CDR in buffers not joined yet (an Image's head, then the decoder's
-    pixels): joined once, by `serialised`, when it is sent."""
-
-
 def serialised(msg: Any) -> Any:
     """`msg` as CDR bytes (as they are when already bytes): the same bytes a bag writes."""
     if isinstance(msg, (bytes, bytearray, memoryview)):
         return msg
-    if isinstance(msg, CdrPieces):
+    if isinstance(msg, Pieces):  # joined once, here
         return b''.join(msg)
     # cdr_payload, not serialize_message: rmw leaves process memory in the padding,
     # and a bag must be the same bytes every run.
     return bytes(cdr_payload(msg))
 
 
-__all__ = ['ByteBoundedQueue', 'Cancelled', 'CdrPieces', 'ReadAhead', 'message_bytes',
-           'serialised']
+__all__ = ['ByteBoundedQueue', 'Cancelled', 'ReadAhead', 'message_bytes', 'serialised']
