@@ -6,7 +6,7 @@ UMI sample at the dataset's own 1920x1200), the same sample episode for every ro
             f.write of the raw bag's bytes into the bags' folder, and the same writes
             with the converter's write-behind (the faster is the write limit);
             the MCAP writer alone writing as many pre-serialised Images of the same
-            size (none, lz4, zstd); the chunk CRC (zlib.crc32) over their CDR, in CPU;
+            size (none, lz4, zstd); the chunk CRC (the bag writer's: zlib-ng) over their CDR, in CPU;
             JPEG from the decoder's planes with libjpeg-turbo (what `--images jpeg`
             does with a video's frames) on every core, and PNG and Pillow's JPEG of
             decoded RGB frames (threads and processes); reading the videos' packets
@@ -39,7 +39,6 @@ import shutil
 import sys
 import tempfile
 import time
-import zlib
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +53,7 @@ from react_ros.registry import open_episode
 from react_ros.ros import compressed_image as ci
 from react_ros.ros.image import rgb_image
 from react_ros.ros.msgs import definition_text
+from react_ros.rosbag2.chunk_writer import crc32
 from react_ros.rosbag2.writer import CHUNK_SIZE, write_bag
 
 from support import (add_cache_argument, bench_settings, decode_together, disk_free,
@@ -112,12 +112,12 @@ def convert(ep: Path, out: Path, images: str, compression: str,
 
 
 def crc_cpu_s(payloads: list[bytes], n: int) -> float:
-    """CPU seconds of the chunk CRC (zlib.crc32, as the bag writer computes it) over `n`
+    """CPU seconds of the chunk CRC (the bag writer's own, zlib-ng's crc32) over `n`
     of the `payloads` in turn: what every uncompressed chunk costs besides its write."""
     cpu = cpu_s()
     crc = 0
     for i in range(n):
-        crc = zlib.crc32(payloads[i % len(payloads)], crc)
+        crc = crc32(payloads[i % len(payloads)], crc)
     return cpu_s() - cpu
 
 
@@ -435,7 +435,7 @@ def bench_kind(args: argparse.Namespace, spec: dict) -> None:
               f'{n_images} pre-serialised Images ({len(cameras)} channels, '
               f'{len(sources) * FRAMES_PER_VIDEO} distinct), chunks of '
               f'{CHUNK_SIZE >> 20} MiB; MB/s of records; best of {runs} |')
-    print(f'| chunk CRC | | | zlib.crc32 over the {n_images} Images\' CDR, one thread: '
+    print(f'| chunk CRC | | | zlib-ng crc32 (the bag writer\'s) over the {n_images} Images\' CDR, one thread: '
           f'{crc_cpu * 1e3 / n_images:.1f} CPU ms per image (best of {LIMIT_RUNS}) |')
     print(f'| jpeg encode, libjpeg-turbo from the decoder\'s planes | {planes_rate:.0f} | | '
           f'quality {ci.JPEG_QUALITY}, {cores} threads ({ENCODES["jpeg"]} images), '

@@ -21,6 +21,7 @@ THIRD_PARTY = {
     'pyarrow': ('python3-pyarrow', 'pyarrow'),
     'zstandard': ('python3-zstandard', 'zstandard'),
     'lz4': ('python3-lz4', 'lz4'),
+    'zlib_ng': ('python3-zlib-ng-pip', 'zlib-ng'),
     'h5py': ('python3-h5py', 'h5py'),
     'PIL': ('python3-pil', 'pillow'),
     'simplejpeg': ('python3-simplejpeg-pip', 'simplejpeg'),

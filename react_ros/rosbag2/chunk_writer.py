@@ -4,7 +4,7 @@ mcap.writer.Writer finalizes a chunk synchronously: compression, CRC and the fil
 write all stall the thread that produces messages. ChunkWriter keeps mcap's file
 layout (same calls with one compression give the same bytes, pinned by
 test/test_mcap_writer.py) but hands each finalized chunk to a pool of worker threads
-(lz4, zstandard and zlib.crc32 release the GIL on large buffers) and one writer
+(lz4, zstandard and the CRC release the GIL on large buffers) and one writer
 thread, which writes the chunks in the order they were finalized and computes the
 offsets for the indexes as it goes.
 
@@ -23,7 +23,6 @@ import io
 import queue
 import struct
 import threading
-import zlib
 from collections import defaultdict
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -31,6 +30,10 @@ from typing import IO, Any
 
 import lz4.frame
 import zstandard
+# zlib-ng's CRC-32 (the same polynomial as zlib's, which MCAP names) runs on the CPU's
+# carry-less multiply: ~0.1 ms per 7 MB Image here against zlib 1.2's 1.7-2.9 ms, a fifth
+# of a raw conversion's CPU per image (issue 43).
+from zlib_ng.zlib_ng import crc32
 from mcap.data_stream import RecordBuilder
 from mcap.opcode import Opcode
 from mcap.records import (
@@ -141,12 +144,12 @@ class _Job:
         if self.compression == 'none':
             crc = 0
             for p in self.pieces:
-                crc = zlib.crc32(p, crc)
+                crc = crc32(p, crc)
             data = self.pieces
             name = b''
         else:
             joined = self.pieces[0] if len(self.pieces) == 1 else b''.join(self.pieces)
-            crc = zlib.crc32(joined)
+            crc = crc32(joined)
             # The same calls mcap.Writer makes, so that the bytes are the same.
             packed = lz4.frame.compress(joined) if self.compression == 'lz4' \
                 else zstandard.compress(joined)
@@ -446,8 +449,8 @@ class ChunkWriter:
         for offset in offsets:
             offset.write(summary)
         data = summary.end()
-        crc = zlib.crc32(struct.pack('<BQQQ', Opcode.FOOTER, 8 + 8 + 4, start, offsets_start),
-                         zlib.crc32(data))
+        crc = crc32(struct.pack('<BQQQ', Opcode.FOOTER, 8 + 8 + 4, start, offsets_start),
+                         crc32(data))
         tail = _record(Footer(summary_start=start, summary_offset_start=offsets_start,
                               summary_crc=crc)) + MAGIC
         for piece in (data, tail):
