@@ -12,7 +12,9 @@ UMI sample at the dataset's own 1920x1200), the same sample episode for every ro
             decoded RGB frames (threads and processes); reading the videos' packets
             (demux, what h264 does instead of decoding);
   modes     `convert` with --images raw / jpeg / png x --compression auto (the default)
-            / none / lz4 / zstd and h264: bytes, seconds, images/s, MB/s written, and
+            / none / lz4 / zstd and h264: bytes, seconds, images/s, MB/s written (the
+            modes with targets: the best of 3 conversions, as each limit is the best of
+            its runs; every run printed), and
               min(decode, second stage): the write limit for raw, the encoder for jpeg
                     and png, demux for h264;
               the shared-cores limit (issue 43's yardstick): on 2 cores decoding alone
@@ -81,6 +83,10 @@ ENCODES = {'jpeg': 96, 'png': 24}
 SETTLE_S = 3.0
 # Runs of the cheap limits; the best is the limit (a limit is what can be reached).
 LIMIT_RUNS = 3
+# The modes with targets are converted as often, their best kept likewise: one conversion
+# here moved by a third from run to run (the kernel's side of writing 1.2 GB, mostly).
+TARGET_MODES = {('raw', 'none'), ('raw', 'auto'), ('jpeg', 'auto')}
+TARGET_RUNS = LIMIT_RUNS
 
 KIND = ''  # the kind benchmarked (set by main)
 
@@ -109,6 +115,27 @@ def convert(ep: Path, out: Path, images: str, compression: str,
                         ConvertOptions(images=images, compression=compression,
                                        exclude_topics=exclude))
     return time.perf_counter() - t, summary.topic_counts, cpu_s() - cpu
+
+
+def converted_row(ep: Path, scratch: Path, images: str, compression: str,
+                  cameras: list[str], n_images: int) -> Row:
+    """The mode's Row: a mode with targets converted TARGET_RUNS times, its best seconds
+    and least CPU kept (as a limit is the best of its runs), every run listed."""
+    runs = TARGET_RUNS if (images, compression) in TARGET_MODES else 1
+    bag = scratch / f'{images}_{compression}'
+    measured = []
+    for i in range(runs):
+        shutil.rmtree(bag, ignore_errors=True)
+        seconds, topic_counts, cpu = convert(ep, bag, images, compression)
+        converted = sum(n for t, n in topic_counts.items()
+                        if t in cameras or t.rsplit('/', 1)[0] in cameras)
+        if converted != n_images:
+            raise SystemExit(f'convert wrote {converted} images, decoding gave {n_images}')
+        measured.append((seconds, cpu))
+    row = Row(images, compression, bag_bytes(bag), min(s for s, _ in measured),
+              read_back(bag), cpu_s=min(c for _, c in measured), runs=measured)
+    shutil.rmtree(bag)
+    return row
 
 
 def crc_cpu_s(payloads: list[bytes], n: int) -> float:
@@ -250,6 +277,7 @@ class Row:
     shared_rate: float | None = None  # the shared-cores limit, images/s (module docstring)
     cpu_s: float = 0.0  # CPU seconds of the conversion, every thread of this process
     essential_cpu: float | None = None  # CPU s per image of its essential stages
+    runs: list[tuple[float, float]] | None = None  # (seconds, CPU s) of every conversion
 
     def rate(self, n_images: int) -> float:
         return n_images / self.seconds
@@ -295,20 +323,19 @@ def bench_kind(args: argparse.Namespace, spec: dict) -> None:
     with tempfile.TemporaryDirectory(prefix='bench_convert_', dir=args.cache) as tmp:
         scratch = Path(tmp)
         log('decode limit')
-        settle()
-        cpu = cpu_s()
-        decode, counts = decode_together(sources)
-        decode_cpu = cpu_s() - cpu
+        decode_runs = []
+        for _ in range(LIMIT_RUNS):
+            settle()
+            cpu = cpu_s()
+            rate, counts = decode_together(sources)
+            decode_runs.append((rate, cpu_s() - cpu))
+        # the best rate and the least CPU of the runs: what decoding can reach
+        decode = max(r for r, _ in decode_runs)
+        decode_cpu = min(c for _, c in decode_runs)
         n_images = sum(counts)
 
         log('convert --images raw --compression none')
-        bag = scratch / 'raw_none'
-        seconds, topic_counts, cpu = convert(ep, bag, 'raw', 'none')
-        converted = sum(n for t, n in topic_counts.items() if t in cameras)
-        if converted != n_images:
-            raise SystemExit(f'convert wrote {converted} images, decoding gave {n_images}')
-        raw = Row('raw', 'none', bag_bytes(bag), seconds, read_back(bag), cpu_s=cpu)
-        shutil.rmtree(bag)
+        raw = converted_row(ep, scratch, 'raw', 'none', cameras, n_images)
         rows.append(raw)
 
         log(f'write limits: plain writes of {raw.size / 1e6:,.0f} MB, and with write-behind')
@@ -344,11 +371,7 @@ def bench_kind(args: argparse.Namespace, spec: dict) -> None:
 
         for mode, compression in MODES[1:]:
             log(f'convert --images {mode} --compression {compression}')
-            bag = scratch / f'{mode}_{compression}'
-            seconds, _, cpu = convert(ep, bag, mode, compression)
-            rows.append(Row(mode, compression, bag_bytes(bag), seconds, read_back(bag),
-                            cpu_s=cpu))
-            shutil.rmtree(bag)
+            rows.append(converted_row(ep, scratch, mode, compression, cameras, n_images))
 
         log('convert --images h264')
         bag = scratch / 'h264'
@@ -418,7 +441,8 @@ def bench_kind(args: argparse.Namespace, spec: dict) -> None:
     print('|---|---|---|---|')
     print(f'| decode only | {decode:.0f} | {decode * frame_bytes / 1e6:,.0f} | '
           f'{len(sources)} videos together, one thread each; MB/s of rgb8 frames; '
-          f'{decode_cpu:.2f} CPU s |')
+          f'best of {", ".join(f"{r:.0f}" for r, _ in decode_runs)} images/s; least CPU of '
+          f'{", ".join(f"{c:.2f}" for _, c in decode_runs)}: {decode_cpu:.2f} CPU s |')
     for behind, limit, how in ((False, plain_limit, 'plain writes'),
                                (True, behind_limit, 'writes with write-behind')):
         runs = write_runs[behind]
@@ -473,6 +497,11 @@ def bench_kind(args: argparse.Namespace, spec: dict) -> None:
               f'{row.size / raw.size:.3f} | {row.seconds:.2f} | {rate:.1f} | '
               f'{row.size / row.seconds / 1e6:,.0f} | {row.limit} {row.limit_rate:.0f} | '
               f'{ratio:.2f} | {shared} | {target} | {cpu} | {essential} | {row.read_s:.2f} |')
+    for row in rows:
+        if row.runs is not None and len(row.runs) > 1:
+            print(f'{row.images}/{row.compression}: best of {len(row.runs)} conversions (images/s, '
+                  'CPU ms per image): ' + ', '.join(
+                      f'{n_images / sec:.0f}, {cpu * 1e3 / n_images:.1f}' for sec, cpu in row.runs))
     print()
     plain_min = min(decode, plain_limit)
     for row in rows:
