@@ -69,6 +69,7 @@ from react_ros.adapters.base import Episode  # noqa: TC001 (runtime use in annot
 from react_ros.errors import ReactRosError
 from react_ros.progress import Progress
 from react_ros.ros import qos
+from react_ros.ros.cdr_publish import publish_cdr
 from react_ros.ros.msgs import message_class, stamp
 from react_ros.ros.names import resolve_topic
 from react_ros.ros.stop_signals import StopSignals
@@ -467,7 +468,10 @@ class Player:
         elif isinstance(msg, Pieces):  # a camera's frame --drop-late sends: joined now
             msg = serialised(msg)
         try:
-            self._publishers[topic].publish(msg)
+            if isinstance(msg, bytes):  # recorded CDR, a camera's frame: the GIL let go
+                publish_cdr(self._publishers[topic], msg)
+            else:
+                self._publishers[topic].publish(msg)
         except _rclpy.RCLError:
             # Fast DDS may refuse a publish when a reliable reader lags far
             # behind ("cannot publish data"); drop this one and keep the timeline.
