@@ -112,12 +112,14 @@ def decode_together(paths: list[Path], scale: float = 1.0) -> tuple[float, list[
     return sum(counts) / (time.perf_counter() - t), counts
 
 
-def publish_limit(video: Path, n: int) -> dict:
+def publish_limit(video: Path, n: int, cdr: bool = False) -> dict:
     """Pre-built rgb8 Images (a frame of `video`) through the player's flow-controlled writer.
 
     The writer is the player's (KEEP_ALL, sinks/flow.py's window, its Fast DDS
     profile): the rate is images received per second until every one was
-    acknowledged, so it is the highest rate delivered with nothing lost.
+    acknowledged, so it is the highest rate delivered with nothing lost. `cdr`: the
+    Images pre-serialised and published as the player sends a camera's frames
+    (ros/cdr_publish.py), else as Image messages through rclpy.
     """
     import rclpy
     from rclpy.context import Context
@@ -141,11 +143,19 @@ def publish_limit(video: Path, n: int) -> dict:
         time.sleep(0.05)
     time.sleep(1.0)  # the subscriber's side of discovery (a bench, not a test)
     msgs = [rgb_image(frame, i, 'cam') for i in range(4)]
+    if cdr:
+        from rclpy.serialization import serialize_message
+
+        from react_ros.ros.cdr_publish import publish_cdr
+        payloads = [bytes(serialize_message(m)) for m in msgs]
     t = time.perf_counter()
     for i in range(n):
         while not window.has_room():
             time.sleep(POLL_S)
-        pub.publish(msgs[i % 4])
+        if cdr:
+            publish_cdr(pub, payloads[i % 4])
+        else:
+            pub.publish(msgs[i % 4])
         window.sent()
     pub.wait_for_all_acked(Duration(seconds=60))
     elapsed = time.perf_counter() - t
