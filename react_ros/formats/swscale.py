@@ -75,6 +75,19 @@ def _library() -> Any:
         return _lib
 
 
+def _refs_of_a_free_array() -> int:
+    """What sys.getrefcount says of an array only a pool's list holds, read the way
+    RgbPool._free_array reads it (3 on CPython 3.11: the list, the loop's name and the
+    call's argument; measured, not assumed, as interpreters differ in what they count)."""
+    arrays = [np.empty(0, np.uint8)]
+    for array in arrays:
+        return sys.getrefcount(array)
+    raise AssertionError('unreachable')
+
+
+_FREE_REFS = _refs_of_a_free_array()
+
+
 class RgbPool:
     """Converts one video's frames at their own size to HxWx3 rgb24 arrays from a pool.
 
@@ -131,8 +144,7 @@ class RgbPool:
         """An array of the pool nobody else refers to, else a new one (kept in the pool
         while it has room: a consumer that keeps every frame gets fresh ones)."""
         for array in self._arrays:  # (a list iterator holds no reference to its items)
-            # the pool's list, this name and getrefcount's argument: nobody else
-            if sys.getrefcount(array) == 3 and array.shape == (height, width, 3):
+            if sys.getrefcount(array) == _FREE_REFS and array.shape == (height, width, 3):
                 return array
         array = np.empty((height, width, 3), np.uint8)
         if len(self._arrays) < POOL_MAX:
