@@ -101,7 +101,7 @@ def test_an_rcl_failure_is_rclpys_error_with_rcls_words() -> None:
     if not cdr_publish._rcl():
         pytest.skip('librcl not mapped')
     with pytest.raises(_rclpy.RCLError, match='failed to publish serialized message: .*invalid'):
-        cdr_publish._publish(0, _image(0, 4, 2))  # no publisher there
+        cdr_publish._publish(cdr_publish._rcl(), 0, _image(0, 4, 2))  # no publisher there
     with pytest.raises(_rclpy.RCLError, match='invalid') as again:
-        cdr_publish._publish(0, _image(0, 4, 2))
+        cdr_publish._publish(cdr_publish._rcl(), 0, _image(0, 4, 2))
     assert 'error not set' not in str(again.value)  # (the error state was reset between)

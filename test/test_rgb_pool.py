@@ -1,15 +1,25 @@
 """formats/swscale.py: rgb24 frames into reused arrays, the same pixels as PyAV's reformat."""
 from __future__ import annotations
 
+import sys
+
 import av
 import numpy as np
 import pytest
 from av.video.reformatter import VideoReformatter
 
 from react_ros.formats import swscale, video
+from react_ros.formats.mapped import mapped_library
 from react_ros.formats.swscale import RgbPool
 
-pytestmark = pytest.mark.skipif(not swscale._library(), reason='no libswscale mapped')
+# (off Linux there is no /proc/self/maps to find PyAV's libswscale in: PyAV's path only)
+pytestmark = pytest.mark.skipif(not sys.platform.startswith('linux'), reason='Linux only')
+
+
+def test_pyavs_own_libswscale_is_found() -> None:
+    path = mapped_library('libswscale')
+    assert path is not None and swscale._library()
+    assert mapped_library('libswscal') is None  # a name is matched whole
 
 
 def _pyav(frame: av.VideoFrame) -> np.ndarray:

@@ -19,10 +19,11 @@ from __future__ import annotations
 import ctypes
 import sys
 import threading
-from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
+
+from react_ros.formats.mapped import mapped_library
 
 # AVPixelFormat values (libavutil's ABI): the decoder formats converted here, and rgb24.
 _SOURCE_FORMATS = {'yuv420p': 0, 'yuvj420p': 12}
@@ -39,29 +40,16 @@ _CPtrs = ctypes.c_void_p * _MAX_PLANES
 _CInts = ctypes.c_int * _MAX_PLANES
 
 
-def _loaded_swscale() -> Path | None:
-    """The libswscale this process mapped (PyAV's own), or None."""
-    try:
-        with open('/proc/self/maps') as maps:
-            for line in maps:
-                name = line.rsplit(None, 1)[-1]
-                if '/libswscale' in name and '.so' in name:
-                    return Path(name)
-    except OSError:
-        return None
-    return None
-
-
 def _library() -> Any:
     """libswscale through ctypes, or False where there is none to use."""
     global _lib
     with _lib_lock:
         if _lib is None:
             _lib = False
-            path = _loaded_swscale() if sys.platform.startswith('linux') else None
+            path = mapped_library('libswscale')  # PyAV's own
             if path is not None:
                 try:
-                    lib = ctypes.CDLL(str(path))
+                    lib = ctypes.CDLL(path)
                     lib.sws_getContext.restype = ctypes.c_void_p
                     lib.sws_getContext.argtypes = [ctypes.c_int] * 7 + [ctypes.c_void_p] * 3
                     lib.sws_scale.restype = ctypes.c_int

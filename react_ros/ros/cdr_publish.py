@@ -9,7 +9,7 @@ on the bytes object's own buffer (one copy, Fast DDS's). Measured with bench_pla
 full-resolution run, six runs each way alternating: 100–114 Images/s (median 112)
 against 97–108 (median 101) through rclpy (issue 43).
 
-Where librcl is not mapped into this process under its usual name, publish() is rclpy's.
+Where librcl is not mapped into this process, publish() is rclpy's.
 """
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ import threading
 from typing import Any
 
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+
+from react_ros.formats.mapped import mapped_library
 
 _RCL_RET_OK = 0
 
@@ -45,52 +47,47 @@ _libs: Any = None
 _lock = threading.Lock()
 
 
-def _mapped(name: str) -> str | None:
-    try:
-        with open('/proc/self/maps') as maps:
-            for line in maps:
-                path = line.rsplit(None, 1)[-1]
-                if path.endswith('/' + name):
-                    return path
-    except OSError:
-        return None
-    return None
-
-
 def _rcl() -> Any:
     """(librcl, librcutils) through ctypes, or False (then rclpy publishes)."""
     global _libs
+    if _libs is not None:  # (every publish asks: no lock once it is known)
+        return _libs
     with _lock:
         if _libs is None:
-            _libs = False
-            rcl, rcutils = _mapped('librcl.so'), _mapped('librcutils.so')
-            if rcl and rcutils:
-                try:
-                    lib, utils = ctypes.CDLL(rcl), ctypes.CDLL(rcutils)
-                    lib.rcl_publish_serialized_message.restype = ctypes.c_int
-                    lib.rcl_publish_serialized_message.argtypes = [
-                        ctypes.c_void_p, ctypes.POINTER(_SerializedMessage), ctypes.c_void_p]
-                    utils.rcutils_get_error_string.restype = _ErrorString
-                    utils.rcutils_reset_error.restype = None
-                    _libs = (lib, utils)
-                except (OSError, AttributeError):
-                    _libs = False
+            _libs = _load()
         return _libs
+
+
+def _load() -> Any:
+    rcl, rcutils = mapped_library('librcl'), mapped_library('librcutils')
+    if not (rcl and rcutils):
+        return False
+    try:
+        lib, utils = ctypes.CDLL(rcl), ctypes.CDLL(rcutils)
+        lib.rcl_publish_serialized_message.restype = ctypes.c_int
+        lib.rcl_publish_serialized_message.argtypes = [
+            ctypes.c_void_p, ctypes.POINTER(_SerializedMessage), ctypes.c_void_p]
+        utils.rcutils_get_error_string.restype = _ErrorString
+        utils.rcutils_reset_error.restype = None
+    except (OSError, AttributeError):
+        return False
+    return lib, utils
 
 
 def publish_cdr(publisher: Any, data: bytes) -> None:
     """`publisher.publish(data)` for CDR bytes, the GIL let go while rmw takes them; an rcl
     failure is rclpy's RCLError, as publish() raises it."""
-    if not _rcl():
+    libs = _rcl()
+    if not libs:
         publisher.publish(data)
         return
     with publisher.handle:  # as rclpy's publish: the publisher is not destroyed meanwhile
-        _publish(publisher.handle.pointer, data)
+        _publish(libs, publisher.handle.pointer, data)
 
 
-def _publish(pointer: int, data: bytes) -> None:
+def _publish(libs: Any, pointer: int, data: bytes) -> None:
     """rcl_publish_serialized_message on the rcl_publisher_t at `pointer`."""
-    lib, utils = _rcl()
+    lib, utils = libs
     msg = _SerializedMessage(data, len(data), len(data))
     ret = lib.rcl_publish_serialized_message(pointer, ctypes.byref(msg), None)
     if ret != _RCL_RET_OK:
