@@ -15,6 +15,7 @@ from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.serialization import serialize_message
 from sensor_msgs.msg import Image
 
+from react_ros.formats.mapped import mapped_library
 from react_ros.ros import cdr_publish, qos
 from react_ros.ros.cdr_publish import publish_cdr
 from react_ros.ros.dds import clear_dead_ports
@@ -94,6 +95,11 @@ def test_a_publisher_gone_is_refused_as_rclpy_refuses_it(ros) -> None:
         pub.publish(data)
     with pytest.raises(type(theirs.value)):
         publish_cdr(pub, data)
+
+
+def test_the_mapped_library_is_found_by_its_whole_name() -> None:
+    assert mapped_library('librcl') and mapped_library('librcutils')
+    assert mapped_library('librc') is None and mapped_library('librcl_') is None
 
 
 def test_an_rcl_failure_is_rclpys_error_with_rcls_words() -> None:

@@ -1,7 +1,7 @@
 """The shared libraries this process has mapped, found by name (Linux's /proc/self/maps).
 
-Used to call a library through ctypes that a Python package already loaded (PyAV's
-libswscale, rclpy's librcl): the very copy the package uses, wherever its wheel put it.
+Used to call a library through ctypes that a Python package already loaded (rclpy's
+librcl): the very copy the package uses, wherever its wheel put it.
 """
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import os
 
 
 def mapped_library(name: str) -> str | None:
-    """The path of the mapped `name` (as 'libswscale': libswscale.so, libswscale.so.9 and a
-    wheel's libswscale-88e9f973.so.9 all match, librcl_action.so does not), or None."""
+    """The path of the mapped `name` (as 'librcl': librcl.so, librcl.so.9 and a wheel's
+    librcl-88e9f973.so.9 all match, librcl_action.so does not), or None."""
     try:
         with open('/proc/self/maps') as maps:
             for line in maps:
