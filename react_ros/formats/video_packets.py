@@ -31,6 +31,7 @@ import numpy as np
 from react_ros.errors import DatasetFormatError
 from react_ros.formats import video
 from react_ros.formats.video import _AV_ERRORS, _open, _why
+from react_ros.formats.x264 import x264_options
 
 
 @dataclass(frozen=True)
@@ -310,8 +311,10 @@ def _x264(width: int, height: int, rate: Fraction, crf: int, preset: str,
     ctx.time_base = 1 / rate
     ctx.framerate = rate
     # no global-header flag: x264 then writes SPS/PPS in-band before every IDR
-    ctx.options = {'crf': str(crf), 'preset': preset, 'bf': '0', 'g': str(gop),
-                   'keyint_min': str(gop), 'sc_threshold': '0', 'forced-idr': '1'}
+    # x264_options: the same bits on every run (formats/x264.py)
+    ctx.options = x264_options({'crf': str(crf), 'preset': preset, 'bf': '0', 'g': str(gop),
+                                'keyint_min': str(gop), 'sc_threshold': '0',
+                                'forced-idr': '1'})
     ctx.open()
     return ctx
 

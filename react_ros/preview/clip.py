@@ -14,6 +14,7 @@ import numpy as np
 from PIL import ImageDraw
 
 from react_ros.errors import ReactRosError
+from react_ros.formats.x264 import x264_options
 from react_ros.preview.draw import font
 from react_ros.preview.imaging import VideoDecoder
 from react_ros.preview.render import decode, message_stamp, overlay_tile, plain_tile
@@ -77,7 +78,7 @@ def write_clip(scene: Scene, cam: Camera, path: Path,
                 stream.pix_fmt = 'yuv420p'
                 stream.time_base = Fraction(1, 1000)
                 stream.codec_context.time_base = Fraction(1, 1000)
-                stream.options = {'crf': str(CRF), 'preset': 'veryfast'}
+                stream.options = {**x264_options({'crf': str(CRF), 'preset': 'veryfast'})}
             if (img.width, img.height) != (w, h):
                 img = img.crop((0, 0, w, h))
             frame = av.VideoFrame.from_ndarray(np.asarray(img), format='rgb24')

@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 from PIL import Image
 
 from react_ros.errors import SinkError
+from react_ros.formats.x264 import x264_options
 from react_ros.samples.writing import write_sample
 
 FPS = 15
@@ -150,7 +151,7 @@ def _encode_here(path: Path, frames: list[np.ndarray], codec: str) -> None:
         s = c.add_stream(CODECS[codec], rate=FPS)
         s.width, s.height, s.pix_fmt = frames[0].shape[1], frames[0].shape[0], 'yuv420p'
         s.codec_context.gop_size = 2  # LeRobot's encode_video_frames default (g=2)
-        s.options = {'crf': '30'} if codec == 'av1' else {'crf': '18', 'bf': '0'}
+        s.options = {'crf': '30'} if codec == 'av1' else {**x264_options({'crf': '18', 'bf': '0'})}
         for n, img in enumerate(frames):
             frame = av.VideoFrame.from_ndarray(img, format='rgb24')
             frame.pts = n

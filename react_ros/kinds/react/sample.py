@@ -29,6 +29,7 @@ from react_ros.kinds.react.parquet_video import (POSE_COLUMNS, SIDES, STIFFNESS_
                                                  TACTILE_FIX_DATE, VIDEO_KEYS, VIEWS,
                                                  WORLD_FRAME_KEY, gel_centres_world, project)
 from react_ros.errors import SinkError
+from react_ros.formats.x264 import x264_options
 from react_ros.kinds.umi.sample import frame_index_bits
 from react_ros.samples.writing import write_sample
 from react_ros.output import check_stop
@@ -283,8 +284,8 @@ class _Episode:
     # -- videos ---------------------------------------------------------------------------
     def _encoder(self, path: Path) -> tuple[Any, Any]:
         container = av.open(str(path), mode='w')
-        stream = container.add_stream('libx264', rate=30, options={'preset': 'veryfast',
-                                                                    'crf': '20'})
+        stream = container.add_stream('libx264', rate=30, options=x264_options(
+            {'preset': 'veryfast', 'crf': '20'}))
         stream.width, stream.height = self.size
         stream.pix_fmt = 'yuv420p'
         stream.time_base = Fraction(1, 30)

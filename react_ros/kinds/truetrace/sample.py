@@ -30,6 +30,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from react_ros.errors import SinkError
+from react_ros.formats.x264 import x264_options
 from react_ros.kinds.truetrace.geometry import project_equidistant
 from react_ros.samples.writing import write_sample
 from react_ros.output import check_stop
@@ -289,8 +290,8 @@ class _Package:
         base = np.stack([(xx * 200 // self.w), (yy * 200 // self.h),
                          np.full_like(xx, 60 if cam == 'cam0' else 110)], -1).astype(np.uint8)
         with av.open(str(path), mode='w') as out:
-            stream = out.add_stream('libx264', rate=FPS, options={'preset': 'ultrafast',
-                                                                  'crf': '18', 'bf': '0'})
+            stream = out.add_stream('libx264', rate=FPS, options=x264_options(
+                {'preset': 'ultrafast', 'crf': '18', 'bf': '0'}))
             stream.width, stream.height, stream.pix_fmt = self.w, self.h, 'yuv420p'
             stream.time_base = Fraction(1, FPS)
             for i in range(self.n):
@@ -307,7 +308,8 @@ class _Package:
 
     def _preview(self, path: Path) -> None:
         with av.open(str(path), mode='w') as out:
-            stream = out.add_stream('libx264', rate=FPS, options={'preset': 'ultrafast'})
+            stream = out.add_stream('libx264', rate=FPS,
+                                    options=x264_options({'preset': 'ultrafast'}))
             stream.width, stream.height, stream.pix_fmt = 64, 36, 'yuv420p'
             for i in range(4):
                 img = np.full((36, 64, 3), 40 * i, dtype=np.uint8)

@@ -24,6 +24,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
 from react_ros.errors import SinkError
+from react_ros.formats.x264 import x264_options
 from react_ros.ros.msgs import definition_text, stamp
 from react_ros.ros.serialization import cdr_payload
 from react_ros.samples.writing import write_sample
@@ -308,8 +309,8 @@ class _Episode:
         with av.open(str(path), mode='w') as container:
             # No B-frames, as a camera's live encoder writes them (nothing reordered):
             # so --images h264 passes these videos through.
-            stream = container.add_stream('libx264', rate=60, options={
-                'preset': 'veryfast', 'crf': '18', 'bf': '0'})
+            stream = container.add_stream('libx264', rate=60, options=x264_options({
+                'preset': 'veryfast', 'crf': '18', 'bf': '0'}))
             stream.width, stream.height, stream.pix_fmt = w, h, 'yuv420p'
             # Microsecond PTS (the pointers' video.stamp) make the container VFR.
             stream.time_base = Fraction(1, 1_000_000)
