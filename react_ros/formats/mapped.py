@@ -1,7 +1,7 @@
 """The shared libraries this process has mapped, found by name (Linux's /proc/self/maps).
 
-Used to call a library through ctypes that a Python package already loaded (rclpy's
-librcl): the very copy the package uses, wherever its wheel put it.
+Used to call a library through ctypes that a Python package already loaded (PyAV's
+libswscale and libx264, rclpy's librcl): the very copy the package uses, wherever its wheel put it.
 """
 from __future__ import annotations
 

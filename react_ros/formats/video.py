@@ -20,6 +20,7 @@ import numpy as np
 from av.video.reformatter import VideoReformatter
 
 from react_ros.errors import DatasetFormatError
+from react_ros.formats.swscale import RgbPool
 
 # swscale threads per conversion: one, as the videos are decoded side by side already.
 SWS_THREADS = 1
@@ -177,23 +178,28 @@ class _Rgb:
     context left to choose its thread count starts threads of its own: about two per
     frame, each with a stack and soon a malloc arena of its own (converting 2 s of UMI
     at 1920x1200 started ~350 threads). One context per video, with SWS_THREADS, starts
-    none. Same pixels.
+    none. At the frame's own size the arrays come from a pool (formats/swscale.py: no
+    fresh pages per frame). Same pixels.
     """
 
     def __init__(self, size: tuple[int, int]) -> None:
         self._reformatter = VideoReformatter()
         self._size = size
+        self._pool = RgbPool(self._reformat)
+
+    def _reformat(self, frame: av.VideoFrame) -> np.ndarray:
+        rgb = self._reformatter.reformat(frame, format='rgb24', threads=SWS_THREADS)
+        return rgb.to_ndarray()
 
     def __call__(self, frame: av.VideoFrame) -> np.ndarray:
         width, height = self._size
         if (width, height) == (frame.width, frame.height):
-            rgb = self._reformatter.reformat(frame, format='rgb24', threads=SWS_THREADS)
-        else:
-            # AREA: averages the source pixels (no aliasing when shrinking) and costs a
-            # third less than swscale's default bicubic here.
-            rgb = self._reformatter.reformat(frame, width=width, height=height,
-                                             format='rgb24', interpolation='AREA',
-                                             threads=SWS_THREADS)
+            return self._pool(frame)
+        # AREA: averages the source pixels (no aliasing when shrinking) and costs a
+        # third less than swscale's default bicubic here.
+        rgb = self._reformatter.reformat(frame, width=width, height=height,
+                                         format='rgb24', interpolation='AREA',
+                                         threads=SWS_THREADS)
         return rgb.to_ndarray()
 
 
