@@ -176,3 +176,14 @@ def test_a_player_dropping_late_frames_serialises_only_what_it_sends() -> None:
                  else String(data=f'x{i}')) for i in range(5)]
         assert got == want, serialise
 
+
+
+def test_the_converter_reads_big_frames_two_ahead_and_small_ones_eight() -> None:
+    """rosbag2/writer.py's budget: a decoded frame queued is memory the decoder cannot
+    write its next frame into, so 1920x1200 frames (6.9 MB) wait two deep, small ones
+    eight, and no stream less than two."""
+    from react_ros.rosbag2.writer import read_ahead_bytes
+    for size, deep in ((1920 * 1200 * 3, 2), (640 * 400 * 3, 8), (1 << 20, 8),
+                       (3840 * 2160 * 3, 2)):
+        budget = read_ahead_bytes(size)
+        assert budget // size == deep, (size, budget)

@@ -52,8 +52,14 @@ if TYPE_CHECKING:
 METADATA_VERSION = 8
 PROGRESS_EVERY = 100
 # Messages of a heavy stream built ahead of the writer (readahead.py): enough to keep
-# its worker busy while the merge takes the other streams in turn.
+# its worker busy while the merge takes the other streams in turn, but no more than
+# READ_AHEAD_BYTES once READ_AHEAD_MIN are queued. A decoded frame waiting is memory its
+# decoder cannot write the next frame into (formats/swscale.py): 1920x1200 frames 8 deep
+# made the converter fault in twice the fresh pages of 2 deep, at the same or a few per
+# cent fewer images a second (docs/speed.md, 2026-12-07).
 READ_AHEAD = 8
+READ_AHEAD_MIN = 2
+READ_AHEAD_BYTES = 16 << 20
 # How long the writer waits for a stopped worker: one message's read, decode and
 # serialisation (milliseconds at the sizes seen), with room for a loaded machine.
 JOIN_S = 10.0
@@ -272,10 +278,16 @@ _METADATA_FRAMING = 120
 _YAML_KEY = 'rosbag2_bagfile_information:\n'
 
 
+def read_ahead_bytes(message_bytes: int) -> int:
+    """A heavy stream's read-ahead budget for messages of `message_bytes`: READ_AHEAD of
+    them, at most READ_AHEAD_BYTES unless that is fewer than READ_AHEAD_MIN."""
+    return max(READ_AHEAD_MIN * message_bytes, min(READ_AHEAD * message_bytes, READ_AHEAD_BYTES))
+
+
 def _open(streams: Sequence[Stream], readers: list[ReadAhead]
           ) -> list[Iterator[tuple[int, Any]]]:
     """Every stream opened; a heavy one read, built, checked and serialised ahead on a
-    worker thread of its own (readahead.py), READ_AHEAD messages deep."""
+    worker thread of its own (readahead.py), read_ahead_bytes deep."""
     opened: list[Iterator[tuple[int, Any]]] = []
     for s in streams:
         if not s.heavy:
@@ -294,7 +306,7 @@ def _open(streams: Sequence[Stream], readers: list[ReadAhead]
             # (6.9 MB a frame at 1920x1200): the writer keeps the pieces as they are until
             # their chunk is on disk, and nothing changes them.
             return Pieces(cdr_pieces(msg))
-        r = ReadAhead(s, None, READ_AHEAD * message_bytes(s), stop_requested, prepare)
+        r = ReadAhead(s, None, read_ahead_bytes(message_bytes(s)), stop_requested, prepare)
         readers.append(r)
         opened.append(iter(r))
     return opened
