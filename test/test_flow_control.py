@@ -83,8 +83,11 @@ def test_a_slow_keep_all_subscriber_receives_every_image_at_rate_10(episode: Pat
     received, stderr = _play(episode)
     assert received == frames, stderr
     assert 'dropped' not in stderr
-    # the player says what it reached: below the 10 asked for, as it waited for the reader
-    assert 0 < _rtf(stderr) < 10
+    # the player says what it reached. Not necessarily below the 10 asked for: the reader's
+    # KEEP_ALL history takes (and acknowledges) images faster than its callback does, and
+    # since the player's 32 MiB shared-memory segment (ros/dds.py) no fragment waits for a
+    # repair, so the window rarely fills (RTF 9.98-10.43 measured; with 512 KiB 5.96-7.46).
+    assert _rtf(stderr) > 0
 
 
 def test_drop_late_keeps_time_and_counts_exactly_what_it_dropped(episode: Path,

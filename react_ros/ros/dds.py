@@ -23,29 +23,42 @@ def prefer_async_publishing() -> None:
 
 
 PLAYER_PROFILES = Path(__file__).with_name('fastdds_player.xml')
+# The writers' part alone, where the user chose Fast DDS's transports themselves.
+PLAYER_WRITER_PROFILES = Path(__file__).with_name('fastdds_player_writers.xml')
 _PROFILE_VARIABLES = ('FASTDDS_DEFAULT_PROFILES_FILE', 'FASTRTPS_DEFAULT_PROFILES_FILE')
+_TRANSPORTS_VARIABLE = 'FASTDDS_BUILTIN_TRANSPORTS'
 
 
-def repair_lost_fragments_fast() -> bool:
-    """Have the player's reliable writers send a heartbeat every 20 ms, not every 3 s.
+def use_player_profiles() -> Path | None:
+    """Give the player's process a 32 MiB shared-memory segment and its reliable writers a
+    heartbeat every 20 ms (fastdds_player.xml); the profiles file used, or None when the
+    user's own file is kept.
 
-    A 1920x1200 image travels as ~100 UDP fragments; on a busy machine a
-    reader's socket drops some, and a reader only asks for them again when a
-    heartbeat comes. While the player keeps sending, every sample carries one.
-    But under flow control (sinks/flow.py) a writer waiting for its window sends
-    nothing, and the repair waited for Fast DDS's periodic heartbeat, 3 s:
-    measured on the 1920x1200 UMI sample with one KEEP_ALL subscriber, 4 s of
-    episode took 73-240 s with stalls of 3, 6, 9 s. With 20 ms: 7.8-8.4 s, the
-    longest wait 0.18 s, every image received. Only the writers' heartbeat
-    changes (the rest of the profile is Fast DDS's default, and rmw_fastrtps
-    applies each publisher's ROS QoS on top). A profiles file the user names
-    wins, and the choice is Fast DDS's, read when its first participant is
-    made: call this before rclpy.init. False when the user's file is kept.
+    Segment: Fast DDS sends a 1920x1200 image to a reader on this machine as ~100 fragments
+    of 64 KB through the sending participant's shared-memory segment, 512 KiB by default:
+    the writer reuses buffers the reader has not taken yet, the reader loses those
+    fragments and asks for them again. Measured with bench_player.py's delivered publish
+    limit (300 images, one subscriber, 2 cores): 153-165 Images/s with the default
+    segment, 230-304 with 16, 64 or 256 MiB (32: 4 such images; the segment is memory the
+    process touches). The transports are otherwise Fast DDS's
+    defaults (shared memory and UDPv4, so remote subscribers still get everything), and
+    rmw_fastrtps still applies ROS_AUTOMATIC_DISCOVERY_RANGE on top. Where the user chose
+    the transports (FASTDDS_BUILTIN_TRANSPORTS) only the heartbeat is set.
+
+    Heartbeat: a reader asks for lost fragments only when a heartbeat comes, and under
+    flow control (sinks/flow.py) a writer waiting for its window sends nothing, so the
+    repair waited for Fast DDS's periodic heartbeat, 3 s: measured on the 1920x1200 UMI
+    sample with one KEEP_ALL subscriber, 4 s of episode took 73-240 s with stalls of 3, 6,
+    9 s. With 20 ms: 7.8-8.4 s, the longest wait 0.18 s, every image received.
+
+    A profiles file the user names wins, and the choice is Fast DDS's, read when its first
+    participant is made: call this before rclpy.init.
     """
     if any(os.environ.get(v) for v in _PROFILE_VARIABLES):
-        return False
-    os.environ['FASTDDS_DEFAULT_PROFILES_FILE'] = str(PLAYER_PROFILES)
-    return True
+        return None
+    chosen = PLAYER_WRITER_PROFILES if os.environ.get(_TRANSPORTS_VARIABLE) else PLAYER_PROFILES
+    os.environ['FASTDDS_DEFAULT_PROFILES_FILE'] = str(chosen)
+    return chosen
 
 
 def clear_dead_ports(env: Mapping[str, str] = os.environ) -> int:

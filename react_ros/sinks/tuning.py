@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import gc
 
-from react_ros.ros.dds import prefer_async_publishing, repair_lost_fragments_fast
+from react_ros.ros.dds import prefer_async_publishing, use_player_profiles
 from react_ros.sinks.allocator import reuse_freed_frames
 
 
 def tune_for_playback() -> None:
-    """Allocator, DDS publication mode and heartbeats; call before rclpy.init (Fast DDS reads
-    them then)."""
+    """Allocator, DDS publication mode, shared-memory segment and heartbeats; call before
+    rclpy.init (Fast DDS reads them then)."""
     reuse_freed_frames()
     prefer_async_publishing()
-    repair_lost_fragments_fast()
+    use_player_profiles()
 
 
 def freeze_heap() -> None:
