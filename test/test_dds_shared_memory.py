@@ -101,3 +101,63 @@ def test_a_node_comes_up_past_a_port_a_killed_process_left_half_made() -> None:
     finally:
         shm_ports.clear_half_made_ports([port], settle_s=0)  # if the test failed first
         lease.release()
+
+
+def _data_segment(shm: Path, name: str, age_s: float) -> tuple[Path, Path]:
+    segment, lock = shm / name, shm / f'{name}_el'
+    segment.write_bytes(b'\0' * 4096)
+    lock.write_bytes(b'')
+    then = time.time() - age_s
+    for path in (segment, lock):
+        os.utime(path, (then, then))
+    return segment, lock
+
+
+def test_only_segments_whose_participant_is_gone_are_removed(tmp_path: Path) -> None:
+    """A killed player leaves its 32 MiB segment (ros/dds.py) and its lock file; a live one
+    holds the lock (flock), and a new one is given time to take it."""
+    import fcntl
+    dead = _data_segment(tmp_path, 'fastdds_00d98038049c1a48', 60)
+    live = _data_segment(tmp_path, 'fastdds_17417a87ad401859', 60)
+    new = _data_segment(tmp_path, 'fastdds_1e7d1960a2cfcdd7', 0)
+    other = _data_segment(tmp_path, 'fastdds_port7413', 60)  # a port: not this function's
+    held = os.open(live[1], os.O_RDONLY)
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert shm_ports.clear_dead_segments(tmp_path) == [dead[0]]
+    finally:
+        os.close(held)
+    assert not dead[0].exists() and not dead[1].exists()
+    assert all(p.exists() for p in (*live, *new, *other))
+
+
+def test_a_real_killed_participants_segment_is_removed_and_a_live_ones_kept(
+        tmp_path: Path) -> None:
+    """Fast DDS's own files: a process that made a participant and was killed, and one
+    still running; the names are read from the processes' own maps."""
+    code = ('import os, rclpy, sys\n'
+            'rclpy.init(); node = rclpy.create_node("segment_probe")\n'
+            'names = [l.rsplit(None, 1)[-1] for l in open("/proc/self/maps")]\n'
+            'print(sorted({n for n in names if n.startswith("/dev/shm/fastdds_")'
+            ' and "port" not in n}), flush=True)\n'
+            'sys.stdin.read()\n')
+    procs = [subprocess.Popen([sys.executable, '-c', code], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    try:
+        segments = [eval(p.stdout.readline()) for p in procs]  # noqa: S307 (our own print)
+        assert all(segments), segments
+        procs[0].kill()
+        procs[0].wait(timeout=30)
+        # both made long ago, as far as the settling time goes: only the lock decides
+        then = time.time() - 60
+        for name in (n for names in segments for n in names):
+            for path in (Path(name), Path(name + '_el')):
+                os.utime(path, (then, then))
+        removed = shm_ports.clear_dead_segments()
+        assert {str(p) for p in removed} >= set(segments[0])
+        assert all(Path(s).exists() for s in segments[1])
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait(timeout=30)

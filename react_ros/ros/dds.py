@@ -64,7 +64,9 @@ def use_player_profiles() -> Path | None:
 def clear_dead_ports(env: Mapping[str, str] = os.environ) -> int:
     """Before rclpy.init: clear the shared-memory ports a killed process left half-made
     in this process's ROS domain (ros/shm_ports.py), saying so on stderr; else the new
-    participant could wait forever inside Node(). The number cleared."""
+    participant could wait forever inside Node(). Also removes the data segments of
+    participants that are gone (any domain: they are nobody's). The number of ports
+    cleared."""
     try:
         domain = int(env.get('ROS_DOMAIN_ID') or 0)
     except ValueError:
@@ -72,4 +74,5 @@ def clear_dead_ports(env: Mapping[str, str] = os.environ) -> int:
     cleared = shm_ports.clear_half_made_ports(
         shm_ports.domain_ports(domain), say=lambda line: print(f'note: {line}', file=sys.stderr,
                                                                flush=True))
+    shm_ports.clear_dead_segments()  # housekeeping, said nowhere: Fast DDS's own leftovers
     return len(cleared)

@@ -1,4 +1,5 @@
-"""Fast DDS shared-memory ports that a killed process left half-made, found and cleared.
+"""Fast DDS shared-memory ports that a killed process left half-made, found and cleared;
+and the segments of participants that are gone (clear_dead_segments).
 
 Each participant listens on a port, a segment /dev/shm/fastdds_port<N> (N = 7400 +
 250 * domain + 11 + 2 * participant index under ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST).
@@ -20,7 +21,9 @@ No ROS here: this runs before rclpy creates anything.
 """
 from __future__ import annotations
 
+import fcntl
 import os
+import re
 import struct
 import time
 from dataclasses import dataclass
@@ -31,6 +34,8 @@ SHM = Path('/dev/shm')
 PREFIX = 'fastdds_port'
 _UNINITIALIZED, _INITIALIZING, _CORRUPTED = 0, 1, 3
 SETTLE_S = 2.0
+# A participant's data segment (its lock file: the name and _el).
+_SEGMENT = re.compile(r'fastdds_[0-9a-f]{16}')
 _POLL_S = 0.05
 
 
@@ -148,3 +153,44 @@ def clear_half_made_ports(ports: Iterable[int] | None = None, shm: Path = SHM,
                     f'process left half-made (every new participant of ROS domain '
                     f'{port.domain} that took it would have waited forever)')
     return cleared
+
+
+def clear_dead_segments(shm: Path = SHM, settle_s: float = SETTLE_S) -> list[Path]:
+    """Remove the data segments of participants that are gone; the segments removed.
+
+    A participant sends through a segment /dev/shm/fastdds_<16 hex digits> and holds an
+    exclusive flock on its `<name>_el` file while it lives. A process that ends without
+    destroying its participant (SIGKILL, a crash) leaves both behind, and Fast DDS 3.2 does
+    not remove them (`fastdds shm clean` does, by the same test). The player's segment is
+    32 MiB of memory once used (ros/dds.py), so each killed player would keep that much of
+    /dev/shm until the machine restarts. A segment whose lock file nobody holds, both older
+    than `settle_s` (a creator takes its lock as it makes them), is removed, lock held.
+    """
+    removed = []
+    try:
+        entries = [e for e in os.scandir(shm) if _SEGMENT.fullmatch(e.name)]
+    except OSError:  # no /dev/shm: not Linux, or no shared memory transport here
+        return []
+    old = time.time() - settle_s
+    for entry in entries:
+        segment, lock = Path(entry.path), shm / f'{entry.name}_el'
+        try:
+            if max(segment.stat().st_mtime, lock.stat().st_mtime) > old:
+                continue
+            fd = os.open(lock, os.O_RDONLY)
+        except OSError:  # no lock file (not Fast DDS's), or gone meanwhile
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue  # its participant is alive
+        try:
+            segment.unlink()
+            lock.unlink()
+            removed.append(segment)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    return removed
