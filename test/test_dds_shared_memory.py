@@ -131,12 +131,34 @@ def test_only_segments_whose_participant_is_gone_are_removed(tmp_path: Path) -> 
     assert all(p.exists() for p in (*live, *new, *other))
 
 
+def _held(segment: str) -> bool:
+    """Whether a live participant holds the segment's lock."""
+    import fcntl
+    fd = os.open(segment + '_el', os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # (closing lets a lock taken here go)
+
+
 def test_a_real_killed_participants_segment_is_removed_and_a_live_ones_kept(
         tmp_path: Path) -> None:
     """Fast DDS's own files: a process that made a participant and was killed, and one
-    still running; the names are read from the processes' own maps."""
-    code = ('import os, rclpy, sys\n'
+    still running. Each process lists the segments it maps: its own, and the other's once
+    it has discovered it (so a segment's owner is told by its lock, not by the list)."""
+    # each waits (bounded) until it has matched the other, so that it has most likely
+    # mapped the other's segment too: the case only the lock tells apart
+    code = ('import rclpy, sys, time\n'
+            'from std_msgs.msg import Empty\n'
             'rclpy.init(); node = rclpy.create_node("segment_probe")\n'
+            'pub = node.create_publisher(Empty, "/segment_probe", 10)\n'
+            'node.create_subscription(Empty, "/segment_probe", lambda m: None, 10)\n'
+            'end = time.monotonic() + 60\n'
+            'while pub.get_subscription_count() < 2 and time.monotonic() < end:\n'
+            '    time.sleep(0.05)\n'
             'names = [l.rsplit(None, 1)[-1] for l in open("/proc/self/maps")]\n'
             'print(sorted({n for n in names if n.startswith("/dev/shm/fastdds_")'
             ' and "port" not in n}), flush=True)\n'
@@ -148,14 +170,18 @@ def test_a_real_killed_participants_segment_is_removed_and_a_live_ones_kept(
         assert all(segments), segments
         procs[0].kill()
         procs[0].wait(timeout=30)
-        # both made long ago, as far as the settling time goes: only the lock decides
+        live = [s for s in segments[1] if _held(s)]
+        dead = [s for s in segments[0] if s not in live]
+        assert live and dead, segments
+        assert not any(_held(s) for s in dead)
+        # all made long ago, as far as the settling time goes: only the lock decides
         then = time.time() - 60
-        for name in (n for names in segments for n in names):
+        for name in set(live + dead):
             for path in (Path(name), Path(name + '_el')):
                 os.utime(path, (then, then))
-        removed = shm_ports.clear_dead_segments()
-        assert {str(p) for p in removed} >= set(segments[0])
-        assert all(Path(s).exists() for s in segments[1])
+        removed = {str(p) for p in shm_ports.clear_dead_segments()}
+        assert removed >= set(dead)
+        assert all(Path(s).exists() and Path(s + '_el').exists() for s in live)
     finally:
         for p in procs:
             if p.poll() is None:
