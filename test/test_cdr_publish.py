@@ -75,7 +75,7 @@ def _wait_for(got: list[bytes], n: int) -> None:
 def test_the_bytes_arrive_as_they_were_sent(ros, monkeypatch: pytest.MonkeyPatch,
                                             through_rcl: bool) -> None:
     if not through_rcl:  # where librcl is not found: rclpy's publish
-        monkeypatch.setattr(cdr_publish, '_libs', False)
+        monkeypatch.setattr(cdr_publish, '_rcl', lambda: False)
     else:
         assert cdr_publish._rcl(), 'librcl is mapped into every process that runs rclpy here'
     pub, got, _ = ros

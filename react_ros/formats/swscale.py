@@ -17,8 +17,8 @@ Plain numpy and ctypes, no rclpy.
 from __future__ import annotations
 
 import ctypes
+import functools
 import sys
-import threading
 from typing import Any, Callable
 
 import numpy as np
@@ -34,33 +34,28 @@ _MAX_PLANES = 4
 # one video at 1920x1200.
 POOL_MAX = 48
 
-_lib: Any = None
-_lib_lock = threading.Lock()
 _CPtrs = ctypes.c_void_p * _MAX_PLANES
 _CInts = ctypes.c_int * _MAX_PLANES
 
 
+@functools.cache
 def _library() -> Any:
     """libswscale through ctypes, or False where there is none to use."""
-    global _lib
-    with _lib_lock:
-        if _lib is None:
-            _lib = False
-            path = mapped_library('libswscale')  # PyAV's own
-            if path is not None:
-                try:
-                    lib = ctypes.CDLL(path)
-                    lib.sws_getContext.restype = ctypes.c_void_p
-                    lib.sws_getContext.argtypes = [ctypes.c_int] * 7 + [ctypes.c_void_p] * 3
-                    lib.sws_scale.restype = ctypes.c_int
-                    lib.sws_scale.argtypes = [ctypes.c_void_p, _CPtrs, _CInts, ctypes.c_int,
-                                              ctypes.c_int, _CPtrs, _CInts]
-                    lib.sws_freeContext.restype = None
-                    lib.sws_freeContext.argtypes = [ctypes.c_void_p]
-                    _lib = lib
-                except (OSError, AttributeError):
-                    _lib = False
-        return _lib
+    path = mapped_library('libswscale')  # PyAV's own
+    if path is None:
+        return False
+    try:
+        lib = ctypes.CDLL(path)
+        lib.sws_getContext.restype = ctypes.c_void_p
+        lib.sws_getContext.argtypes = [ctypes.c_int] * 7 + [ctypes.c_void_p] * 3
+        lib.sws_scale.restype = ctypes.c_int
+        lib.sws_scale.argtypes = [ctypes.c_void_p, _CPtrs, _CInts, ctypes.c_int,
+                                  ctypes.c_int, _CPtrs, _CInts]
+        lib.sws_freeContext.restype = None
+        lib.sws_freeContext.argtypes = [ctypes.c_void_p]
+    except (OSError, AttributeError):
+        return False
+    return lib
 
 
 def _refs_of_a_free_array() -> int:

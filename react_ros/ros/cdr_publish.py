@@ -14,7 +14,7 @@ Where librcl is not mapped into this process, publish() is rclpy's.
 from __future__ import annotations
 
 import ctypes
-import threading
+import functools
 from typing import Any
 
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
@@ -43,22 +43,9 @@ class _ErrorString(ctypes.Structure):
     _fields_ = [('str', ctypes.c_char * 1024)]  # RCUTILS_ERROR_MESSAGE_MAX_LENGTH
 
 
-_libs: Any = None
-_lock = threading.Lock()
-
-
+@functools.cache  # every publish asks: a C-level lookup once known
 def _rcl() -> Any:
     """(librcl, librcutils) through ctypes, or False (then rclpy publishes)."""
-    global _libs
-    if _libs is not None:  # (every publish asks: no lock once it is known)
-        return _libs
-    with _lock:
-        if _libs is None:
-            _libs = _load()
-        return _libs
-
-
-def _load() -> Any:
     rcl, rcutils = mapped_library('librcl'), mapped_library('librcutils')
     if not (rcl and rcutils):
         return False
