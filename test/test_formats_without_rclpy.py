@@ -1,8 +1,8 @@
 """File readers must work where no ROS 2 is installed (no rclpy, no message packages):
 react_ros.formats (shared), the bag reader and MCAP writing of react_ros.rosbag2 (reader,
-chunk_writer, write_behind) and every kind's own readers (react_ros/kinds/<k>/, all but
-its adapter, its sample and its <name>_streams modules, the adapter's parts that build
-messages)."""
+chunk_writer, write_behind, direct_file) and every kind's own readers
+(react_ros/kinds/<k>/, all but its adapter, its sample and its <name>_streams modules, the
+adapter's parts that build messages)."""
 from __future__ import annotations
 
 import subprocess
@@ -36,7 +36,7 @@ SCRIPT = textwrap.dedent('''
     names = [m.name for m in pkgutil.iter_modules(react_ros.formats.__path__)]
     for name in names:
         importlib.import_module(f'react_ros.formats.{name}')
-    for name in ('reader', 'chunk_writer', 'write_behind'):
+    for name in ('reader', 'chunk_writer', 'write_behind', 'direct_file'):
         importlib.import_module(f'react_ros.rosbag2.{name}')
         names.append(f'rosbag2.{name}')
     for kind in pkgutil.iter_modules(react_ros.kinds.__path__):
@@ -78,7 +78,8 @@ def _readers() -> list[str]:
     from react_ros.registry import KINDS
     formats = Path(__file__).resolve().parents[1] / 'react_ros' / 'formats'
     names = [p.stem for p in formats.glob('*.py') if p.stem != '__init__']
-    names += ['rosbag2.reader', 'rosbag2.chunk_writer', 'rosbag2.write_behind']
+    names += ['rosbag2.reader', 'rosbag2.chunk_writer', 'rosbag2.write_behind',
+              'rosbag2.direct_file']
     for name, kind in KINDS.items():
         names += [f'{name}.{p.stem}' for p in kind.folder.glob('*.py')
                   if p.stem not in ('__init__', 'adapter', 'sample')

@@ -6,7 +6,8 @@
 - info.py: `react-ros info BAG`, as `ros2 bag info` and more.
 - writer.py: `convert`'s sink, an episode's streams into a bag (rosbag2's metadata.yaml,
   MCAP with its QoS profiles), through chunk_writer.py (chunks compressed on worker
-  threads), write_behind.py (the file written behind the producer) and disk_space.py (the
+  threads), direct_file.py (the file written past the page cache), write_behind.py (or
+  written behind the producer, where a filesystem refuses that) and disk_space.py (the
   size estimated early, refused when the disk cannot hold it).
 
 Nothing is imported here: `react_ros.rosbag2.reader` loads no writer and no ROS.

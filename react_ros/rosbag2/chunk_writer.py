@@ -26,7 +26,7 @@ import threading
 from collections import defaultdict
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import IO, Any
+from typing import Any, Protocol
 
 import lz4.frame
 import zstandard
@@ -171,11 +171,20 @@ class _MetadataItem:
         self.record = record
 
 
+class Output(Protocol):
+    """What ChunkWriter writes to: a binary file (IO[bytes]) or a direct_file.DirectFile."""
+
+    def write(self, data: Any, /) -> int: ...
+    def tell(self) -> int: ...
+    def seekable(self) -> bool: ...
+    def flush(self) -> None: ...
+
+
 class ChunkWriter:
     """Writes an MCAP file: `start`, registrations and messages, `finish`; then `close`
     (also when anything failed: it stops the threads)."""
 
-    def __init__(self, stream: IO[bytes], *, chunk_size: int, compression: str,
+    def __init__(self, stream: Output, *, chunk_size: int, compression: str,
                  threads: int = 2, max_pending_bytes: int = 64 << 20) -> None:
         if compression not in COMPRESSIONS:
             raise ValueError(f'compression {compression!r}: expected one of {COMPRESSIONS}')
@@ -257,7 +266,9 @@ class ChunkWriter:
         self._check()
         self._position = self._stream.tell() if self._stream.seekable() else 0
         self._finalized = self._position
-        self._behind = WriteBehind.of(self._stream, self._position)
+        # A direct file (direct_file.py) leaves nothing in the page cache to drop.
+        self._behind = None if getattr(self._stream, 'bypasses_page_cache', False) \
+            else WriteBehind.of(self._stream, self._position)
         self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix='mcap-chunk')
         self._writer = threading.Thread(target=self._write_loop, name='mcap-writer',
                                         daemon=True)

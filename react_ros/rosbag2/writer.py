@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache, partial
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, cast
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, cast
 
 import lz4.frame
 import yaml
@@ -32,11 +32,12 @@ from mcap import __version__ as mcap_version
 from rclpy.qos import LivelinessPolicy, QoSProfile
 
 from react_ros import __version__
-from react_ros.rosbag2.chunk_writer import ChunkWriter, Pieces, joined
+from react_ros.rosbag2.chunk_writer import ChunkWriter, Output, Pieces, joined
 from react_ros.errors import DatasetFormatError, SinkError
 from react_ros.ros import qos
 from react_ros.ros.msgs import _share_dirs, definition_text, message_class
 from react_ros.ros.serialization import cdr_payload, cdr_pieces
+from react_ros.rosbag2.direct_file import open_bag_file
 from react_ros.rosbag2.disk_space import BagSizer, SizeWatch, check_fits
 from react_ros.sinks.image_encoding import decodable, image_cdr_frames
 from react_ros.output import check_stop, output_path, staged, stop_requested
@@ -186,7 +187,7 @@ def _write(episode: Episode, streams: list[Stream], tmp: Path, out: Path,
     start = end = done = 0
     opened: list[Iterator[tuple[int, Any]]] = []
     readers: list[ReadAhead] = []
-    with open(tmp / file_name, 'wb') as f, _closing(opened, readers):
+    with open_bag_file(tmp / file_name) as f, _closing(opened, readers):
         writer = _start_mcap(f, topics.values(), compression_name)
         try:  # its threads stopped however the block ends
             # Until it has estimated, the sizer needs each chunk's bytes as it is made, as
@@ -348,7 +349,7 @@ def _closing(iterators: list[Iterator[tuple[int, Any]]],
                 close()
 
 
-def _start_mcap(f: IO[bytes], topics: Iterable[_Topic], compression: str,
+def _start_mcap(f: Output, topics: Iterable[_Topic], compression: str,
                 defer: bool = True) -> ChunkWriter:
     """A started MCAP writer with one schema per type and one channel per topic.
 
