@@ -125,6 +125,43 @@ def test_robot_state_streams() -> None:
     assert [ts.child_frame_id for ts in dyn[0][1].transforms] == ['finger_a', 'finger_b']
 
 
+def test_a_block_of_joint_states_gives_what_each_gives_alone(model: RobotModel) -> None:
+    """transforms_of (one Rotation call per joint for many JointStates, as the /tf stream
+    computes them) gives each state's transforms bit for bit, in the same order."""
+    from react_ros.ros.serialization import cdr_payload
+    rnd = np.random.default_rng(3)
+    names = [['a', 's'], ['s'], ['a'], ['unknown'], ['s', 'a', 'hmd'], []]
+    states = [(names[i % len(names)], rnd.uniform(-2, 2, len(names[i % len(names)])).tolist(),
+               i) for i in range(50)]
+    alone = [[bytes(cdr_payload(ts)) for ts in model.joint_transforms(*s)] for s in states]
+    together = [[bytes(cdr_payload(ts)) for ts in out] for out in model.transforms_of(states)]
+    assert together == alone
+    assert [len(a) for a in alone[:6]] == [3, 1, 2, 0, 3, 0]  # b mimics a
+
+
+def test_the_tf_stream_spans_blocks_of_joint_states(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sensor_msgs.msg import JointState
+
+    from react_ros.ros import robot_state
+    from react_ros.ros.msgs import stamp, to_ns
+    monkeypatch.setattr(robot_state, 'BLOCK', 4)
+    positions = [0.1 * i for i in range(11)]
+
+    def states():
+        for i, q in enumerate(positions):
+            msg = JointState(name=['s'] if i % 3 else ['nothing'], position=[q])
+            msg.header.stamp = stamp(2_000 + i)
+            yield 2_000 + i, msg
+
+    js = Stream('/joint_states', 'sensor_msgs/msg/JointState', states)
+    tf = robot_state_streams(URDF, js, 500, Path('t.urdf'))[2]
+    got = [(t, to_ns(m.transforms[0].header.stamp), _xyz(m.transforms[0])[1])
+           for t, m in tf.open()]
+    expected = [(2_000 + i, 2_000 + i, positions[i]) for i in range(11) if i % 3]
+    assert [g[:2] for g in got] == [e[:2] for e in expected]
+    np.testing.assert_allclose([g[2] for g in got], [e[2] for e in expected], atol=1e-12)
+
+
 @pytest.mark.parametrize('text, match', [
     ('<robot name="x"><link name="a"/>', 'does not parse'),
     ('<robot name="x"><link name="a"/><joint name="j" type="fixed"><parent link="a"/>'

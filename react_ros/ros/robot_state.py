@@ -7,6 +7,7 @@ floating/planar joints never (their poses come from the data).
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -22,6 +23,12 @@ from react_ros.ros.tf import tf_message, transform_stamped
 from react_ros.streams import Role, Stream
 
 MOVABLE = ('revolute', 'continuous', 'prismatic')
+# JointStates turned into transforms this many at a time: a scipy Rotation call costs
+# ~20 us however many rotations it holds, so one call per joint per block, not per message.
+BLOCK = 64
+
+# (joint names, positions, stamp in ns) of one JointState
+JointState = tuple[Sequence[str], Sequence[float], int]
 
 
 @dataclass(frozen=True)
@@ -53,20 +60,28 @@ class RobotModel:
         return cls(parse_urdf(text, source), text)
 
     def joint_transform(self, joint: Joint, position: float, t_ns: int) -> TransformStamped:
+        translations, quats = self._poses(joint, np.array([float(position)]))
+        return transform_stamped(joint.parent, joint.child, t_ns, translations[0], quats[0])
+
+    def _poses(self, joint: Joint, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The child's translations (n, 3) and quaternions (n, 4, x y z w) in the parent
+        frame at each of the joint's `positions` (n,)."""
         origin = self._origins[joint.name]
-        axis = np.asarray(joint.axis, dtype=float)
-        translation, rotation = origin.translation, origin.rotation
+        moves = np.asarray(joint.axis, dtype=float) * positions[:, None]
+        n = len(positions)
         if joint.type == 'prismatic':
-            translation = translation + origin.rotation.apply(axis * position)
-        elif joint.type in ('revolute', 'continuous'):
-            rotation = origin.rotation * Rotation.from_rotvec(axis * position)
-        return transform_stamped(joint.parent, joint.child, t_ns, translation, rotation.as_quat())
+            return (origin.translation + origin.rotation.apply(moves),
+                    np.tile(origin.rotation.as_quat(), (n, 1)))
+        if joint.type in ('revolute', 'continuous'):
+            return (np.tile(origin.translation, (n, 1)),
+                    (origin.rotation * Rotation.from_rotvec(moves)).as_quat())
+        return np.tile(origin.translation, (n, 1)), np.tile(origin.rotation.as_quat(), (n, 1))
 
     def static_transforms(self, t_ns: int) -> list[TransformStamped]:
         return [self.joint_transform(j, 0.0, t_ns) for j in self.fixed]
 
-    def joint_transforms(self, names: Sequence[str], positions: Sequence[float],
-                         t_ns: int) -> list[TransformStamped]:
+    def _positions(self, names: Sequence[str], positions: Sequence[float]) -> dict[str, float]:
+        """The movable joints' positions a JointState gives, mimic joints included."""
         values: dict[str, float] = {}
         for name, q in zip(names, positions):
             if name in self.movable:
@@ -75,8 +90,32 @@ class RobotModel:
             mimic = joint.mimic
             if mimic is not None and mimic.joint in values:
                 values[name] = mimic.multiplier * values[mimic.joint] + mimic.offset
-        return [self.joint_transform(self.movable[name], q, t_ns)
-                for name, q in values.items()]
+        return values
+
+    def joint_transforms(self, names: Sequence[str], positions: Sequence[float],
+                         t_ns: int) -> list[TransformStamped]:
+        return self.transforms_of([(names, positions, t_ns)])[0]
+
+    def transforms_of(self, states: Sequence[JointState]) -> list[list[TransformStamped]]:
+        """joint_transforms of each state, with one Rotation call per joint for them all."""
+        values = [self._positions(names, positions) for names, positions, _ in states]
+        per_joint: dict[str, list[float]] = {}
+        for v in values:
+            for name, q in v.items():
+                per_joint.setdefault(name, []).append(q)
+        poses = {name: self._poses(self.movable[name], np.array(qs))
+                 for name, qs in per_joint.items()}
+        used = dict.fromkeys(per_joint, 0)  # each joint's poses taken so far, in state order
+        out = []
+        for (_, _, t_ns), v in zip(states, values):
+            transforms = []
+            for name in v:
+                joint, (translations, quats), k = self.movable[name], poses[name], used[name]
+                transforms.append(transform_stamped(joint.parent, joint.child, t_ns,
+                                                    translations[k], quats[k]))
+                used[name] = k + 1
+            out.append(transforms)
+        return out
 
 
 def robot_state_streams(urdf_text: str, joint_states: Stream, start_ns: int,
@@ -96,11 +135,13 @@ def robot_state_streams(urdf_text: str, joint_states: Stream, start_ns: int,
         yield start_ns, tf_message(model.static_transforms(start_ns))
 
     def dynamic() -> Iterator[tuple[int, Any]]:
-        for t_ns, msg in joint_states.open():
-            stamp_ns = to_ns(msg.header.stamp) or t_ns
-            transforms = model.joint_transforms(msg.name, msg.position, stamp_ns)
-            if transforms:
-                yield stamp_ns, tf_message(transforms)
+        messages = iter(joint_states.open())
+        while block := list(itertools.islice(messages, BLOCK)):
+            states = [(msg.name, msg.position, to_ns(msg.header.stamp) or t_ns)
+                      for t_ns, msg in block]
+            for (_, _, stamp_ns), transforms in zip(states, model.transforms_of(states)):
+                if transforms:
+                    yield stamp_ns, tf_message(transforms)
 
     streams = [
         Stream('/robot_description', 'std_msgs/msg/String', description, latched=True,
