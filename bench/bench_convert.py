@@ -3,8 +3,9 @@
 One run, one machine, for each kind whose bench.yaml has a `convert:` section (today the
 UMI sample at the dataset's own 1920x1200), the same sample episode for every row:
   limits    decoding the videos alone (what every mode but h264 does first); plain
-            f.write of the raw bag's bytes into the bags' folder, and the same writes
-            with the converter's write-behind (the faster is the write limit);
+            f.write of the raw bag's bytes into the bags' folder, the same writes with
+            write-behind, and past the page cache as convert writes them (O_DIRECT);
+            the fastest is the write limit;
             the MCAP writer alone writing as many pre-serialised Images of the same
             size (none, lz4, zstd); the chunk CRC (the bag writer's: zlib-ng) over their CDR, in CPU;
             JPEG from the decoder's planes with libjpeg-turbo (what `--images jpeg`
@@ -58,8 +59,8 @@ from react_ros.ros.msgs import definition_text
 from react_ros.rosbag2.chunk_writer import crc32
 from react_ros.rosbag2.writer import CHUNK_SIZE, write_bag
 
-from support import (add_cache_argument, bench_settings, decode_together, disk_free,
-                     cpu_s, first_frames, image_topics, log, plain_write_s, sample)
+from support import (WRITE_WAYS, add_cache_argument, bench_settings, decode_together,
+                     disk_free, cpu_s, first_frames, image_topics, log, plain_write_s, sample)
 
 MODES = [('raw', 'none'), ('raw', 'auto'), ('raw', 'lz4'), ('raw', 'zstd'),
          ('jpeg', 'auto'), ('jpeg', 'lz4'), ('png', 'auto')]
@@ -277,6 +278,7 @@ class Row:
     shared_rate: float | None = None  # the shared-cores limit, images/s (module docstring)
     cpu_s: float = 0.0  # CPU seconds of the conversion, every thread of this process
     essential_cpu: float | None = None  # CPU s per image of its essential stages
+    thrifty_essential_cpu: float | None = None  # the same with the least-CPU write
     runs: list[tuple[float, float]] | None = None  # (seconds, CPU s) of every conversion
 
     def rate(self, n_images: int) -> float:
@@ -287,8 +289,9 @@ def main() -> int:
     global KIND
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--kind', help='only this kind (default: every kind with a convert: section)')
-    ap.add_argument('--duration', type=float, default=1.0,
-                    help='episode length (s); 1 s of UMI is 180 images, 1.2 GB raw')
+    ap.add_argument('--duration', type=float, default=4.0,
+                    help='episode length (s); 1 s of UMI is 180 images, 1.2 GB raw; 4 s as '
+                    'issue 43 measured, where start-up is a small part of the CPU per image')
     ap.add_argument('--episodes', type=int, default=6, help='episodes in the release rows')
     add_cache_argument(ap)
     ap.add_argument('--no-ray', action='store_true', help='leave out the Ray row')
@@ -338,14 +341,15 @@ def bench_kind(args: argparse.Namespace, spec: dict) -> None:
         raw = converted_row(ep, scratch, 'raw', 'none', cameras, n_images)
         rows.append(raw)
 
-        log(f'write limits: plain writes of {raw.size / 1e6:,.0f} MB, and with write-behind')
-        write_runs: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
+        log(f'write limits: plain writes of {raw.size / 1e6:,.0f} MB, with write-behind and '
+            'direct')
+        write_runs: dict[str, list[tuple[float, float]]] = {how: [] for how in WRITE_WAYS}
         for _ in range(LIMIT_RUNS):
-            for behind in (False, True):
+            for how in WRITE_WAYS:
                 settle()
-                write_runs[behind].append(plain_write_s(scratch, raw.size, WRITE_PIECE, behind))
+                write_runs[how].append(plain_write_s(scratch, raw.size, WRITE_PIECE, how))
         # (seconds, CPU seconds) of the faster run of each way
-        plain_s, behind_s = min(write_runs[False]), min(write_runs[True])
+        write_best = {how: min(runs) for how, runs in write_runs.items()}
 
         frames = first_frames(sources, FRAMES_PER_VIDEO)
         payloads = [bytes(serialize_message(rgb_image(f, i, 'bench')))
@@ -401,10 +405,16 @@ def bench_kind(args: argparse.Namespace, spec: dict) -> None:
 
     # Every limit in images/s of this episode (the writes: the raw bag's bytes at the
     # rate they were written, so images/s of raw bag).
-    plain_limit, behind_limit = n_images / plain_s[0], n_images / behind_s[0]
-    # A limit is what can be reached: the faster way of writing these bytes.
-    write_limit = max(plain_limit, behind_limit)
-    write_cpu = (plain_s if plain_limit >= behind_limit else behind_s)[1]
+    write_limits = {how: n_images / s for how, (s, _) in write_best.items()}
+    plain_limit = write_limits['plain']
+    # A limit is what can be reached: the fastest way of writing these bytes, and its CPU.
+    write_way = max(write_limits, key=write_limits.__getitem__)
+    write_limit, write_cpu = write_limits[write_way], write_best[write_way][1]
+    # The way that costs least CPU may be another (direct writes: one write in flight at
+    # a time, so slower than write-behind on a fast disk, but no page cache to keep):
+    # the conversions' CPU is printed against it too.
+    thrifty_way = min(write_best, key=lambda how: write_best[how][1])
+    thrifty_write_cpu = write_best[thrifty_way][1]
     mcap_limit = {c: n_images / s for c, s in mcap_s.items()}
     # The best JPEG encoder here for these frames: libjpeg-turbo from the planes.
     jpeg_limit = max(planes_rate, *encode['jpeg'].values())
@@ -422,10 +432,13 @@ def bench_kind(args: argparse.Namespace, spec: dict) -> None:
         # of its bag's bytes (the raw bag's write CPU, by size) and the chunk CRC (raw:
         # uncompressed chunks) or the JPEG encode.
         writes = write_cpu * row.size / raw.size / n_images
+        thrifty_writes = thrifty_write_cpu * row.size / raw.size / n_images
         if row.images == 'raw' and row.compression in ('none', 'auto'):
             row.essential_cpu = decode_cpu / n_images + writes + crc_cpu / n_images
+            row.thrifty_essential_cpu = row.essential_cpu - writes + thrifty_writes
         elif row.images == 'jpeg':
             row.essential_cpu = decode_cpu / n_images + planes_cpu + writes
+            row.thrifty_essential_cpu = row.essential_cpu - writes + thrifty_writes
     h264.limit_rate, h264.limit = demux, 'demux'
     rows.append(h264)
 
@@ -443,16 +456,19 @@ def bench_kind(args: argparse.Namespace, spec: dict) -> None:
           f'{len(sources)} videos together, one thread each; MB/s of rgb8 frames; '
           f'best of {", ".join(f"{r:.0f}" for r, _ in decode_runs)} images/s; least CPU of '
           f'{", ".join(f"{c:.2f}" for _, c in decode_runs)}: {decode_cpu:.2f} CPU s |')
-    for behind, limit, how in ((False, plain_limit, 'plain writes'),
-                               (True, behind_limit, 'writes with write-behind')):
-        runs = write_runs[behind]
-        print(f'| {how} | {limit:.0f} | {raw.size / min(runs)[0] / 1e6:,.0f} | f.write of the '
-              f'raw bag\'s {raw.size / 1e6:,.0f} MB in {WRITE_PIECE >> 20} MiB pieces from one '
-              'buffer, into the bags\' folder; no fsync' +
-              (', the window before last flushed and dropped from the page cache (as convert '
-               'writes)' if behind else '') + '; best of '
-              f'{", ".join(f"{raw.size / s / 1e6:,.0f}" for s, _ in runs)} MB/s; '
-              f'{min(runs)[1]:.2f} CPU s |')
+    way_names = {'plain': ('plain writes', ''),
+                 'behind': ('writes with write-behind', ', the window before last flushed and '
+                            'dropped from the page cache (as convert writes where a '
+                            'filesystem refuses direct writes)'),
+                 'direct': ('direct writes', ', O_DIRECT through two aligned 8 MiB buffers '
+                            '(as convert writes)')}
+    for how, (name, detail) in way_names.items():
+        way_runs = write_runs[how]
+        print(f'| {name} | {write_limits[how]:.0f} | {raw.size / min(way_runs)[0] / 1e6:,.0f} | '
+              f'writes of the raw bag\'s {raw.size / 1e6:,.0f} MB in {WRITE_PIECE >> 20} MiB '
+              f'pieces from one buffer, into the bags\' folder; no fsync{detail}; best of '
+              f'{", ".join(f"{raw.size / s / 1e6:,.0f}" for s, _ in way_runs)} MB/s; '
+              f'{min(way_runs)[1]:.2f} CPU s{" (the write limit)" if how == write_way else ""} |')
     for compression, rate in mcap_limit.items():
         runs = 1 if compression == 'zstd' else LIMIT_RUNS
         print(f'| mcap Writer, {compression} | {rate:.0f} | {rate * payload_bytes / 1e6:,.0f} | '
@@ -515,12 +531,15 @@ def bench_kind(args: argparse.Namespace, spec: dict) -> None:
                   f'{row.rate(n_images) / mcap_limit[row.compression]:.2f}; the mcap Writer '
                   f'against plain writes: {mcap_limit[row.compression] / plain_limit:.2f}')
     for row in rows:
-        if row.essential_cpu is not None and row.cpu_s:
+        if row.essential_cpu is not None and row.thrifty_essential_cpu is not None \
+                and row.cpu_s:
             print(f'{row.images}/{row.compression}: {row.cpu_s * 1e3 / n_images:.1f} CPU ms per '
                   f'image, of which the episode\'s other topics (converted alone: '
                   f'{rest_cpu:.2f} CPU s) {rest_cpu * 1e3 / n_images:.1f}; without them '
                   f'{(row.cpu_s - rest_cpu) / n_images / row.essential_cpu:.2f}x the '
-                  'essential stages')
+                  'essential stages; against them with the write that costs least CPU '
+                  f'({way_names[thrifty_way][0]}: {row.thrifty_essential_cpu * 1e3:.1f} ms) '
+                  f'{row.cpu_s / n_images / row.thrifty_essential_cpu:.2f}x')
     print(f'h264: {h264.size / video_size:.2f}x the {len(sources)} source videos '
           f'({video_size / 1e6:,.1f} MB); the episode without its cameras converts in '
           f'{rest_s:.2f} s, so the videos added {h264_s - rest_s:.2f} s against {demux_s:.2f} s '

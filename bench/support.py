@@ -210,21 +210,27 @@ def cpu_s() -> float:
     return t.user + t.system
 
 
-def plain_write_s(folder: Path, nbytes: int, piece: int = 4 * 1024 * 1024,
-                  behind: bool = False) -> tuple[float, float]:
-    """Seconds and CPU seconds to write `nbytes` to a new file in `folder` with plain
-    f.write calls of `piece` bytes from one preallocated buffer, the file removed after.
+WRITE_WAYS = ('plain', 'behind', 'direct')
 
-    No fsync, as the converter does none: both measure what the page cache and the
-    kernel's writeback allow, not the disk alone. `behind`: with the converter's
-    write-behind (react_ros/rosbag2/write_behind.py) dropping what was written.
+
+def plain_write_s(folder: Path, nbytes: int, piece: int = 4 * 1024 * 1024,
+                  how: str = 'plain') -> tuple[float, float]:
+    """Seconds and CPU seconds to write `nbytes` to a new file in `folder` with plain
+    write calls of `piece` bytes from one preallocated buffer, the file removed after.
+
+    No fsync, as the converter does none: `plain` and `behind` measure what the page cache
+    and the kernel's writeback allow, not the disk alone. `behind`: with the write-behind
+    (react_ros/rosbag2/write_behind.py) dropping what was written; `direct`: the way
+    convert writes a bag (react_ros/rosbag2/direct_file.py: past the page cache, through
+    aligned buffers).
     """
+    from react_ros.rosbag2.direct_file import open_bag_file
     from react_ros.rosbag2.write_behind import WriteBehind
     buf = memoryview(os.urandom(piece))
     path = folder / 'plain_write.bin'
     t, cpu = time.perf_counter(), cpu_s()
-    with open(path, 'wb') as f:
-        wb = WriteBehind.of(f, 0) if behind else None
+    with (open_bag_file(path) if how == 'direct' else open(path, 'wb')) as f:
+        wb = WriteBehind.of(f, 0) if how == 'behind' else None
         left = nbytes
         while left > 0:
             f.write(buf[:min(piece, left)])
