@@ -86,6 +86,17 @@ def test_the_bytes_arrive_as_they_were_sent(ros, monkeypatch: pytest.MonkeyPatch
     assert got == sent
 
 
+def test_a_memoryview_arrives_as_its_bytes(ros) -> None:
+    """A camera's frame is published from the frame pool's own buffer (a writable
+    memoryview: swscale.cdr_in_place); a read-only one is published as its bytes."""
+    pub, got, _ = ros
+    sent = [_image(i, 1920, 1200) for i in range(2)]
+    publish_cdr(pub, memoryview(bytearray(sent[0])))
+    publish_cdr(pub, memoryview(sent[1]))
+    _wait_for(got, len(sent))
+    assert got == sent
+
+
 def test_a_publisher_gone_is_refused_as_rclpy_refuses_it(ros) -> None:
     """With its context shut down, rclpy's publish and ours raise the same error."""
     pub, _, context = ros

@@ -60,7 +60,7 @@ def test_a_tag_the_plain_api_ignores_keeps_pyavs_path() -> None:
     pool(_frame(0, colorspace=1, color_range=1))  # BT.709
     pool(_frame(0))  # untagged: the samples' videos, converted into the pool
     assert sorted(pool._same.values()) == [False, True]
-    assert len(pool._arrays) == 1  # (the BT.709 frame's array, not handed out, is reused)
+    assert len(pool._buffers) == 1  # (the BT.709 frame's array, not handed out, is reused)
 
 
 def test_decoded_videos_are_pyavs_pixels(umi_episode) -> None:
@@ -85,13 +85,42 @@ def test_an_array_is_written_again_only_once_nothing_refers_to_it() -> None:
     assert second.ctypes.data != address
     assert bytes(kept) == _pyav(_frame(0)).tobytes()
     del kept, second
-    assert pool(_frame(2)).ctypes.data in {a.ctypes.data for a in pool._arrays[:2]}
-    assert len(pool._arrays) == 2
+    third = pool(_frame(2))
+    assert any(third.base is b for b in pool._buffers[:2])  # (the slice refers to both)
+    assert len(pool._buffers) == 2
 
 
 def test_frames_a_consumer_keeps_are_fresh_arrays_beyond_the_pool() -> None:
     pool = RgbPool(_pyav)
     kept = [pool(_frame(i % 3)) for i in range(swscale.POOL_MAX + 4)]
-    assert len(pool._arrays) == swscale.POOL_MAX
+    assert len(pool._buffers) == swscale.POOL_MAX
     assert len({a.ctypes.data for a in kept}) == len(kept)
     assert all(np.array_equal(a, _pyav(_frame(i % 3))) for i, a in enumerate(kept[-3:], 1))
+
+
+def test_a_head_goes_before_a_pool_arrays_pixels_without_copying_them() -> None:
+    """cdr_in_place: the Image's CDR head written into the room before the pixels, the
+    two one buffer over the pool's memory (what the player publishes), the pixels aligned."""
+    pool = RgbPool(_pyav)
+    pixels = pool(_frame(0))
+    assert pixels.ctypes.data % 64 == 0
+    head = bytes(range(70))
+    joined = swscale.cdr_in_place(head, pixels)
+    assert joined is not None and bytes(joined) == head + pixels.tobytes()
+    assert np.frombuffer(joined, np.uint8)[len(head):].ctypes.data == pixels.ctypes.data
+    address = pixels.ctypes.data
+    del pixels
+    assert pool(_frame(1)).ctypes.data != address  # the buffer is busy while joined is held
+    del joined
+    assert pool(_frame(2)).ctypes.data == address
+
+
+def test_no_head_goes_where_no_room_was_made() -> None:
+    pool = RgbPool(_pyav)
+    frame = _frame(0)
+    assert swscale.cdr_in_place(b'h' * 8, _pyav(frame)) is None  # PyAV's own array
+    too_long = b'h' * (swscale.HEAD_ROOM + 64)  # (the room is HEAD_ROOM, up to 63 more)
+    assert swscale.cdr_in_place(too_long, pool(frame)) is None
+    plain = np.zeros(64 + 320 * 180 * 3, np.uint8)
+    assert swscale.cdr_in_place(b'h' * 8, plain[64:].reshape(180, 320, 3)) is None
+    assert not plain.any()  # an array from elsewhere is never written into

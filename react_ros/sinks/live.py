@@ -465,10 +465,12 @@ class Player:
             for ts in msg.transforms:
                 acc[ts.child_frame_id] = ts
             msg = message_class(TF_MESSAGE)(transforms=list(acc.values()))
-        elif isinstance(msg, Pieces):  # a camera's frame --drop-late sends: joined now
+        elif isinstance(msg, Pieces):  # a camera's frame --drop-late sends: one buffer now
             msg = serialised(msg)
         try:
-            if isinstance(msg, bytes):  # recorded CDR, a camera's frame: the GIL let go
+            # recorded CDR, a camera's frame (memoryview: its head before the pool's
+            # pixels, readahead.serialised): the GIL let go
+            if isinstance(msg, (bytes, memoryview)):
                 publish_cdr(self._publishers[topic], msg)
             else:
                 self._publishers[topic].publish(msg)
@@ -702,10 +704,11 @@ def pass_events(streams: Sequence[Stream], from_ns: int, read_ahead_bytes: int,
 
 def _as_cdr(stream: Stream) -> Stream:
     """A video camera's Images as the CDR they serialise to, in two pieces: the Image's
-    head and the decoder's buffer (image_encoding.image_cdr_frames), joined once when
+    head and the decoder's buffer (image_encoding.image_cdr_frames), made one buffer when
     serialised (readahead.serialised: on the read-ahead thread, or at the publish of a
-    frame --drop-late sends). Building the Image and serialising it copied each frame
-    three times (6.9 MB at 1920x1200)."""
+    frame --drop-late sends): the head written into the room the frame pool leaves before
+    the pixels (swscale.cdr_in_place), or, for a scaled frame, the two joined. Building
+    the Image and serialising it copied each frame three times (6.9 MB at 1920x1200)."""
     assert stream.video is not None  # decodable
     frames = partial(image_cdr_frames, stream.video)  # open(), and open_from(t_ns)
     return replace(stream, open=frames, open_from=frames)

@@ -15,6 +15,9 @@ import threading
 from collections import deque
 from typing import Any, Callable, Iterator
 
+import numpy as np
+
+from react_ros.formats.swscale import cdr_in_place
 from react_ros.ros.serialization import cdr_payload
 from react_ros.streams import Pieces, Stream, open_at
 
@@ -157,7 +160,12 @@ def serialised(msg: Any) -> Any:
     """`msg` as CDR bytes (as they are when already bytes): the same bytes a bag writes."""
     if isinstance(msg, (bytes, bytearray, memoryview)):
         return msg
-    if isinstance(msg, Pieces):  # joined once, here
+    if isinstance(msg, Pieces):
+        # A camera's Image: its head goes before the pool's pixels, or they are joined here.
+        if len(msg) == 2 and isinstance(msg[1], np.ndarray):
+            whole = cdr_in_place(bytes(msg[0]), msg[1])
+            if whole is not None:
+                return whole
         return b''.join(msg)
     # cdr_payload, not serialize_message: rmw leaves process memory in the padding,
     # and a bag must be the same bytes every run.
