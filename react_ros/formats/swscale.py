@@ -88,7 +88,7 @@ def _pixels(buffer: np.ndarray, height: int, width: int) -> np.ndarray:
     return buffer[start:start + height * width * 3].reshape(height, width, 3)
 
 
-def cdr_in_place(head: bytes, pixels: np.ndarray) -> memoryview | None:
+def cdr_in_place(head: bytes | bytearray, pixels: np.ndarray) -> memoryview | None:
     """`head` followed by `pixels` as one buffer, the pixels not copied: where `pixels` are
     a pool's array, `head` is written into the room before them. None otherwise (a scaled
     frame, PyAV's array, a head longer than the room): the caller joins them."""

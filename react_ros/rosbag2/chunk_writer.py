@@ -266,9 +266,7 @@ class ChunkWriter:
         self._check()
         self._position = self._stream.tell() if self._stream.seekable() else 0
         self._finalized = self._position
-        # A direct file (direct_file.py) leaves nothing in the page cache to drop.
-        self._behind = None if getattr(self._stream, 'bypasses_page_cache', False) \
-            else WriteBehind.of(self._stream, self._position)
+        self._behind = WriteBehind.of(self._stream, self._position)
         self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix='mcap-chunk')
         self._writer = threading.Thread(target=self._write_loop, name='mcap-writer',
                                         daemon=True)

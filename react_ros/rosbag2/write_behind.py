@@ -68,9 +68,11 @@ class WriteBehind:
 
     @classmethod
     def of(cls, stream: Any, start: int) -> WriteBehind | None:
-        """For a stream on a regular file; None for anything else (memory, a pipe), where
-        it is not supported, or when not ENABLED."""
-        if _SYNC_FILE_RANGE is None or not ENABLED:
+        """For a stream on a regular file; None for anything else (memory, a pipe), for a
+        file written past the page cache (direct_file.py: nothing to drop), where it is not
+        supported, or when not ENABLED."""
+        if _SYNC_FILE_RANGE is None or not ENABLED \
+                or getattr(stream, 'bypasses_page_cache', False):
             return None
         try:
             fd = stream.fileno()

@@ -163,7 +163,7 @@ def serialised(msg: Any) -> Any:
     if isinstance(msg, Pieces):
         # A camera's Image: its head goes before the pool's pixels, or they are joined here.
         if len(msg) == 2 and isinstance(msg[1], np.ndarray):
-            whole = cdr_in_place(bytes(msg[0]), msg[1])
+            whole = cdr_in_place(msg[0], msg[1])
             if whole is not None:
                 return whole
         return b''.join(msg)
